@@ -1,0 +1,105 @@
+package kv
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+)
+
+const benchKeys = 10000
+
+// openBench opens a Store on the real disk, with benchKeys keys of 16-byte
+// values, and returns it with the keys.
+func openBench(b *testing.B, mode FsyncMode) (*Store, [][]byte) {
+	b.Helper()
+	s, err := Open(b.TempDir(), Options{Fsync: mode, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	keys := make([][]byte, benchKeys)
+	value := []byte("0123456789abcdef")
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key:%08d", i)
+		if _, err := s.Set(keys[i], value, SetOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s, keys
+}
+
+func BenchmarkGet(b *testing.B) {
+	s, keys := openBench(b, FsyncEverysec)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, ok, err := s.Get(keys[i%len(keys)]); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
+func BenchmarkSet(b *testing.B) {
+	s, keys := openBench(b, FsyncEverysec)
+	value := []byte("fedcba9876543210")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.Set(keys[i%len(keys)], value, SetOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGetParallel(b *testing.B) {
+	s, keys := openBench(b, FsyncEverysec)
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919))
+		for pb.Next() {
+			i++
+			if _, _, err := s.Get(keys[i%len(keys)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkSetParallel(b *testing.B) {
+	s, keys := openBench(b, FsyncEverysec)
+	value := []byte("fedcba9876543210")
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919))
+		for pb.Next() {
+			i++
+			if _, err := s.Set(keys[i%len(keys)], value, SetOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkSetFsyncAlways: 32 writers per CPU, each write waiting for an
+// fsync it shares with the others.
+func BenchmarkSetFsyncAlways(b *testing.B) {
+	s, keys := openBench(b, FsyncAlways)
+	value := []byte("fedcba9876543210")
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919))
+		for pb.Next() {
+			i++
+			if _, err := s.Set(keys[i%len(keys)], value, SetOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

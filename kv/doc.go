@@ -1,0 +1,61 @@
+// Package kv is tenure's keyspace: Redis 7 string and key commands, with
+// expiry, fences on keys (LOCK-12) and the store's epoch (LOCK-10), kept in
+// Pebble.
+//
+// It is for the RESP server: a handler parses a command, calls one method of
+// [Store], and turns the Go result or one of the sentinel errors into a reply.
+// It is not a network server, knows nothing of RESP, and does not parse
+// command arguments (EX seconds, option words); callers pass absolute expiry
+// times in unix milliseconds and already-parsed numbers. It does not keep
+// leases; lockmod does, and only asks kv for a durable epoch.
+//
+// # Layout
+//
+// Every Pebble key starts with a one-byte namespace, so that no user key can
+// ever name internal data, whatever its bytes:
+//
+//	0x00 name                         internal metadata ("epoch": uint64 BE)
+//	0x01 xxhash64(key) BE (8) key     a user key's record
+//	0x02 expireAt ms BE (8) key       the expiry index: one entry per key with a TTL
+//
+// User keys are stored under their 64-bit hash, not in key order, because the
+// hash is what makes SCAN's cursor work: the cursor is the hash to resume from
+// (a uint64, as clients expect), a key keeps its hash for its whole life, so
+// a key present for a whole walk is met exactly once whatever is inserted or
+// deleted around it, and whole groups of equal hashes are returned together so
+// that collisions lose nothing. Looking a key up costs one hash. KEYS, SCAN and
+// FLUSHALL only ever touch namespaces 0x01 and 0x02, never 0x00: FLUSHALL keeps
+// the epoch.
+//
+// A record is one Pebble value: a format byte (0x01: string, version 1), a
+// flags byte (bit 0: an expiry follows, bit 1: a fence follows), the expiry as
+// int64 unix ms BE and the fence as uint64 BE when their flags are set, then
+// the string's bytes. A key without TTL or fence costs two bytes of header.
+//
+// # Expiry
+//
+// Expiry is an absolute unix time in milliseconds, so it survives restarts as
+// Redis's does. A key is expired once now > expireAt (Redis's rule); setting a
+// deadline at or before now deletes the key at once. Expired keys are treated
+// as missing by every command and deleted when met (lazy expiry), and a
+// goroutine deletes keys whose deadline passed, walking the expiry index in
+// deadline order with bounded work per pass (active expiry), so that expired
+// keys do not stay on disk. Open runs that sweep to the end before returning.
+//
+// # Concurrency and durability
+//
+// Commands that read then write a key hold one of 256 striped mutexes chosen
+// by the key's hash; multi-key commands take their stripes in ascending order.
+// Batches are applied to Pebble without sync while a stripe is held; with
+// [FsyncAlways] the caller then waits, with no stripe held, for a WAL sync
+// that covers its batch, and Pebble's commit pipeline lets concurrent waiters
+// share one fsync. Reads do not lock (except to delete an expired key). A
+// read may see a write that another caller has applied but whose fsync is
+// still under way; Redis, which sends all replies of an event-loop turn
+// after that turn's fsync, never shows such a write before it is on disk.
+//
+// DBSIZE is a counter kept in memory. Open initialises it by iterating over
+// the user keys (keys only; no values are decoded), which takes time
+// proportional to the number of keys. Like Redis's DBSIZE it counts keys that
+// have expired but have not been swept yet.
+package kv

@@ -1,0 +1,29 @@
+package kv
+
+import "errors"
+
+// Sentinel errors. Their texts are Redis's: resp replies "-ERR <text>", or
+// "-FENCED <text>" for ErrFenced. Compare with errors.Is.
+var (
+	// ErrNotInteger: the value, or an argument, is not a 64-bit integer as
+	// Redis's string2ll reads one.
+	ErrNotInteger = errors.New("value is not an integer or out of range")
+	// ErrNotFloat: the value is not a float as Redis's string2ld reads one.
+	ErrNotFloat = errors.New("value is not a valid float")
+	// ErrOverflow: INCRBY/DECRBY would leave the int64 range.
+	ErrOverflow = errors.New("increment or decrement would overflow")
+	// ErrNaN: INCRBYFLOAT would store NaN or an infinity.
+	ErrNaN = errors.New("increment would produce NaN or Infinity")
+	// ErrNoSuchKey: RENAME of a missing key.
+	ErrNoSuchKey = errors.New("no such key")
+	// ErrTooLarge: APPEND or SETRANGE would make a string longer than
+	// Options.MaxValueLen.
+	ErrTooLarge = errors.New("string exceeds maximum allowed size (proto-max-bulk-len)")
+	// ErrFenced: SET … FENCE f on a key that remembers a fence larger than f
+	// (LOCK-12). Nothing was written.
+	ErrFenced = errors.New("a newer fence has written this key")
+	// ErrOffsetOutOfRange: SETRANGE with a negative offset.
+	ErrOffsetOutOfRange = errors.New("offset is out of range")
+	// ErrClosed: the Store was used after Close.
+	ErrClosed = errors.New("kv: store is closed")
+)

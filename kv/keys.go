@@ -1,0 +1,321 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Del is DEL (and UNLINK): it deletes the keys and returns how many existed.
+// A key named twice counts once.
+func (s *Store) Del(keys [][]byte) (int64, error) {
+	var n int64
+	err := s.updateMany(keys, false, func(c *change, items []item, _ []int) error {
+		for i := range items {
+			if items[i].cur.live {
+				n++
+				c.del(&items[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrap("del", err)
+	}
+	return n, nil
+}
+
+// Exists is EXISTS: how many of keys exist, a key named twice counting twice.
+func (s *Store) Exists(keys [][]byte) (int64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	now := s.nowMs()
+	var n int64
+	for _, k := range keys {
+		live, err := s.peek(k, now)
+		if err != nil {
+			return 0, wrap("exists", err)
+		}
+		if live {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// peek reports whether key exists, dropping it if it has expired.
+func (s *Store) peek(key []byte, now int64) (bool, error) {
+	expiry, found, err := s.expiryOf(key)
+	if err != nil || !found {
+		return false, err
+	}
+	if expiredAt(expiry, now) {
+		return false, s.dropExpired(key)
+	}
+	return true, nil
+}
+
+func (s *Store) expiryOf(key []byte) (expiry int64, found bool, err error) {
+	rec, closer, found, err := getRecord(s.db, dataKey(hashKey(key), key))
+	if err != nil || !found {
+		return 0, false, err
+	}
+	_ = closer.Close()
+	return rec.expiry, true, nil
+}
+
+// ExpireCond is the condition options of EXPIRE and its kin, as bits:
+// Redis takes XX together with GT or LT, and then both must hold.
+type ExpireCond int
+
+const (
+	CondNone ExpireCond = 0      // always set
+	CondNX   ExpireCond = 1 << 0 // only if the key has no TTL
+	CondXX   ExpireCond = 1 << 1 // only if the key has a TTL
+	CondGT   ExpireCond = 1 << 2 // only if the new deadline is later; no TTL counts as infinite, so never
+	CondLT   ExpireCond = 1 << 3 // only if the new deadline is earlier; no TTL counts as infinite, so always
+)
+
+// ExpireAt is EXPIREAT/PEXPIREAT (and EXPIRE/PEXPIRE, converted by the
+// caller): it sets key's deadline to atMs and reports whether it did. The
+// condition is checked first; then a deadline at or before now deletes the
+// key, which also reports true. The fence stays.
+func (s *Store) ExpireAt(key []byte, atMs int64, cond ExpireCond) (bool, error) {
+	var done bool
+	err := s.update(key, true, func(c *change, it *item) error {
+		if !it.cur.live {
+			return nil
+		}
+		cur := it.cur.rec.expiry
+		switch {
+		case cond&CondNX != 0 && cur != 0,
+			cond&CondXX != 0 && cur == 0,
+			cond&CondGT != 0 && (cur == 0 || atMs <= cur),
+			cond&CondLT != 0 && cur != 0 && atMs >= cur:
+			return nil
+		}
+		done = true
+		if atMs <= c.now {
+			c.del(it)
+			return nil
+		}
+		r := it.cur.rec
+		r.expiry = atMs
+		c.put(it, r)
+		return nil
+	})
+	if err != nil {
+		return false, wrap("expire", err)
+	}
+	return done, nil
+}
+
+// TTL returns the milliseconds key has left: -2 if it is missing, -1 if it
+// has no TTL.
+func (s *Store) TTL(key []byte) (int64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	expiry, found, err := s.expiryOf(key)
+	if err != nil {
+		return 0, wrap("ttl", err)
+	}
+	if !found {
+		return -2, nil
+	}
+	now := s.nowMs()
+	switch {
+	case expiry == 0:
+		return -1, nil
+	case expiredAt(expiry, now):
+		return -2, s.dropExpired(key)
+	}
+	return expiry - now, nil
+}
+
+// Persist is PERSIST: it removes key's TTL and reports whether it had one.
+func (s *Store) Persist(key []byte) (bool, error) {
+	var done bool
+	err := s.update(key, true, func(c *change, it *item) error {
+		if !it.cur.live || it.cur.rec.expiry == 0 {
+			return nil
+		}
+		r := it.cur.rec
+		r.expiry = 0
+		c.put(it, r)
+		done = true
+		return nil
+	})
+	if err != nil {
+		return false, wrap("persist", err)
+	}
+	return done, nil
+}
+
+// Type is TYPE: "string", or "none" for a missing key.
+func (s *Store) Type(key []byte) (string, error) {
+	if s.closed.Load() {
+		return "", ErrClosed
+	}
+	live, err := s.peek(key, s.nowMs())
+	if err != nil {
+		return "", wrap("type", err)
+	}
+	if live {
+		return "string", nil
+	}
+	return "none", nil
+}
+
+// Keys is KEYS: every live key that matches the glob pattern (see Match), in
+// no particular order. It walks the whole keyspace unless the pattern has no
+// special character, in which case it is a single lookup.
+func (s *Store) Keys(pattern []byte) ([][]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if !bytes.ContainsAny(pattern, `*?[\`) {
+		live, err := s.peek(pattern, s.nowMs())
+		if err != nil || !live {
+			return [][]byte{}, wrap("keys", err)
+		}
+		return [][]byte{clone(pattern)}, nil
+	}
+	all := len(pattern) == 1 && pattern[0] == '*'
+	keys := [][]byte{}
+	err := s.walk(0, -1, func(key []byte) {
+		if all || Match(pattern, key) {
+			keys = append(keys, clone(key))
+		}
+	})
+	if err != nil {
+		return nil, wrap("keys", err)
+	}
+	return keys, nil
+}
+
+// Scan is SCAN: it returns live keys from the walk position cursor (0 to
+// start), and the cursor to continue from, 0 when the walk is done. A key
+// present for the whole walk is returned at least once, and exactly once if
+// nothing is written during the walk. count (default 10 when <= 0) is how
+// many records to examine, a hint: whole groups of keys with equal hashes
+// are returned together. match, when not nil, filters by glob (see Match);
+// typ, when not "", filters by TYPE name.
+func (s *Store) Scan(cursor uint64, match []byte, count int, typ string) (uint64, [][]byte, error) {
+	if s.closed.Load() {
+		return 0, nil, ErrClosed
+	}
+	if typ != "" && !strings.EqualFold(typ, "string") {
+		return 0, [][]byte{}, nil // nothing but strings here
+	}
+	if count <= 0 {
+		count = 10
+	}
+	all := match == nil || (len(match) == 1 && match[0] == '*')
+	keys := [][]byte{}
+	var next uint64
+	err := s.walkFrom(cursor, count, &next, func(key []byte) {
+		if all || Match(match, key) {
+			keys = append(keys, clone(key))
+		}
+	})
+	if err != nil {
+		return 0, nil, wrap("scan", err)
+	}
+	return next, keys, nil
+}
+
+// walk calls f with every live key from hash cursor on; see walkFrom.
+func (s *Store) walk(cursor uint64, count int, f func(key []byte)) error {
+	var next uint64
+	return s.walkFrom(cursor, count, &next, f)
+}
+
+// walkFrom calls f with each live key whose hash is at least cursor, in hash
+// order, and stops once it has examined count records (count < 0: no limit)
+// and the next record's hash differs from the last one's, setting *next to
+// that hash; *next is 0 when the keyspace is exhausted. key aliases Pebble's
+// memory for the duration of the call.
+func (s *Store) walkFrom(cursor uint64, count int, next *uint64, f func(key []byte)) error {
+	iter, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: hashPrefix(cursor),
+		UpperBound: []byte{nsExpiry},
+	})
+	if err != nil {
+		return err
+	}
+	now := s.nowMs()
+	*next = 0
+	seen := 0
+	var last uint64
+	for valid := iter.First(); valid; valid = iter.Next() {
+		k := iter.Key()
+		if len(k) < prefixLen {
+			continue
+		}
+		h := binary.BigEndian.Uint64(k[1:prefixLen])
+		if count >= 0 && seen >= count && h != last {
+			*next = h // > last >= cursor, so never 0: 0 means done
+			break
+		}
+		seen++
+		last = h
+		raw, err := iter.ValueAndErr()
+		if err != nil {
+			return closeIter(iter, err)
+		}
+		rec, err := decodeRecord(raw)
+		if err != nil {
+			return closeIter(iter, err)
+		}
+		if expiredAt(rec.expiry, now) {
+			continue // the sweep deletes it
+		}
+		f(k[prefixLen:])
+	}
+	return closeIter(iter, iter.Error())
+}
+
+func closeIter(iter *pebble.Iterator, err error) error {
+	if cerr := iter.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Rename is RENAME: dst takes src's value, TTL and fence, replacing whatever
+// dst was; src is gone. ErrNoSuchKey if src is missing. Renaming a key to
+// itself does nothing.
+func (s *Store) Rename(src, dst []byte) error {
+	_, err := s.rename(src, dst, false)
+	return wrap("rename", err)
+}
+
+// RenameNX is RENAMENX: Rename only if dst is missing; it reports whether it
+// renamed. Renaming a key to itself reports false.
+func (s *Store) RenameNX(src, dst []byte) (bool, error) {
+	done, err := s.rename(src, dst, true)
+	return done, wrap("renamenx", err)
+}
+
+func (s *Store) rename(src, dst []byte, nx bool) (bool, error) {
+	var done bool
+	err := s.updateMany([][]byte{src, dst}, true, func(c *change, items []item, idx []int) error {
+		from, to := &items[idx[0]], &items[idx[1]]
+		if !from.cur.live {
+			return ErrNoSuchKey
+		}
+		if from == to || (nx && to.cur.live) {
+			return nil
+		}
+		r := from.cur.rec
+		c.del(from)
+		c.put(to, r)
+		done = true
+		return nil
+	})
+	return done, err
+}

@@ -1,0 +1,160 @@
+package lockmod
+
+import (
+	"encoding/hex"
+	"fmt"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// reqIDs makes n request ids shaped like the SDK's: 32 hex characters.
+func reqIDs(n int) []string {
+	ids := make([]string, n)
+	var b [16]byte
+	for i := range ids {
+		copy(b[:], fmt.Sprintf("%016x", i))
+		ids[i] = hex.EncodeToString(b[:])
+	}
+	return ids
+}
+
+// BenchmarkHoldRelease: uncontended, a distinct key each time. The fake clock
+// moves 10µs an op, so ended leases are remembered ~100,000 ops (1s ttl) and
+// then forgotten, as in a store under steady load.
+func BenchmarkHoldRelease(b *testing.B) {
+	clock := NewFakeClock(start)
+	m := New(Config{Clock: clock})
+	defer m.Close()
+	reqids := reqIDs(1 << 16)
+	keys := make([]string, len(reqids))
+	for i := range keys {
+		keys[i] = "chat-" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		j := i & (len(keys) - 1)
+		// reqids repeat every 65536 ops, well after they are forgotten
+		tk := m.Hold(HoldRequest{Lock: "summaries", Key: keys[j], ReqID: reqids[j], TTL: 100 * ms})
+		g, err := tk.Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Release(g.LeaseID); err != nil {
+			b.Fatal(err)
+		}
+		clock.Advance(10 * time.Microsecond)
+	}
+}
+
+// BenchmarkHandoff: one key, a line of 16 waiters; each op releases the
+// lease, which grants the head of the line, and a new waiter joins.
+func BenchmarkHandoff(b *testing.B) {
+	clock := NewFakeClock(start)
+	m := New(Config{Clock: clock})
+	defer m.Close()
+	hold := func(i int) *Ticket {
+		return m.Hold(HoldRequest{Lock: "summaries", Key: "chat", ReqID: strconv.Itoa(i), TTL: 10 * sec})
+	}
+	g, _ := hold(-1).Result()
+	line := make([]*Ticket, 0, 16)
+	for i := range 16 {
+		line = append(line, hold(i))
+	}
+	next := 16
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := m.Release(g.LeaseID); err != nil {
+			b.Fatal(err)
+		}
+		head := line[0]
+		select {
+		case <-head.Done():
+		default:
+			b.Fatal("the head of the line was not granted")
+		}
+		g, _ = head.Result()
+		line = append(line[:0], line[1:]...)
+		line = append(line, hold(next))
+		next++
+		if next%1024 == 0 {
+			clock.Advance(time.Millisecond) // let old records go
+		}
+	}
+}
+
+// BenchmarkRenew: renewals of 1000 live leases in turn.
+func BenchmarkRenew(b *testing.B) {
+	clock := NewFakeClock(start)
+	m := New(Config{Clock: clock})
+	defer m.Close()
+	ids := make([]string, 1024)
+	for i := range ids {
+		g, err := m.Hold(HoldRequest{Lock: "l", Key: strconv.Itoa(i), ReqID: strconv.Itoa(i), TTL: 10 * sec}).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = g.LeaseID
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := m.Renew(ids[i&1023], 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// liveLeaseBytes holds n leases on distinct keys of one lock, with SDK-shaped
+// reqids, and returns the heap bytes per live lease. The caller's strings
+// (reqids, keys) are made before the first reading, but the Manager keeps its
+// own copies, and those count.
+func liveLeaseBytes(tb testing.TB, n int) float64 {
+	reqids := reqIDs(n)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "chat-" + strconv.Itoa(1_000_000+i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m := New(Config{Clock: NewFakeClock(start)})
+	for i := range n {
+		if _, err := m.Hold(HoldRequest{Lock: "summaries", Key: keys[i], ReqID: reqids[i], TTL: 10 * sec}).Result(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if s := m.Stats(); s.Leases != int64(n) {
+		tb.Fatalf("%d live leases, want %d", s.Leases, n)
+	}
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(reqids)
+	runtime.KeepAlive(keys)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+// TestMemoryPerLiveLease reports the bytes a live lease costs with 100,000
+// of them, and fails well above the 300-byte budget.
+func TestMemoryPerLiveLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 100,000 leases")
+	}
+	per := liveLeaseBytes(t, 100_000)
+	t.Logf("%.0f bytes per live lease (100,000 leases)", per)
+	if per > 300 {
+		t.Errorf("%.0f bytes per live lease, budget 300", per)
+	}
+}
+
+func BenchmarkLiveLeaseMemory(b *testing.B) {
+	var per float64
+	for range b.N {
+		per = liveLeaseBytes(b, 100_000)
+	}
+	b.ReportMetric(per, "bytes/lease")
+}

@@ -1,0 +1,74 @@
+package lockmod
+
+import "errors"
+
+var (
+	// ErrLost is what every *LostError is: errors.Is(err, ErrLost) holds for a
+	// lease that ended or an id the store does not know (SPEC §4).
+	ErrLost = errors.New("lost")
+
+	// ErrNotGranted answers a HOLD whose WAIT ran out, or a try-once HOLD
+	// (WAIT 0) on a held key. resp replies null.
+	ErrNotGranted = errors.New("not granted within wait")
+
+	// ErrSuperseded answers a request still waiting when a retry with the same
+	// reqid took over its place in line (LOCK-03).
+	ErrSuperseded = errors.New("superseded by a retry of the same request")
+
+	// ErrReqIDInUse answers a HOLD whose reqid the Manager remembers for
+	// another (lock, key) (LOCK-03).
+	ErrReqIDInUse = errors.New("request id is already used for another lock or key")
+
+	// ErrClosed answers every call after Close, and every request that was
+	// waiting when Close was called.
+	ErrClosed = errors.New("lock module closed")
+
+	// ErrAbandoned is the Result of a ticket abandoned while it waited. Nobody
+	// is meant to read it: the client that would have has gone.
+	ErrAbandoned = errors.New("request abandoned")
+
+	// ErrNoEpochBumper fails a grant when the fence counter of the epoch is
+	// used up and the Manager was given no EpochBumper (LOCK-02).
+	ErrNoEpochBumper = errors.New("fence counter of this epoch used up and no epoch bumper configured")
+)
+
+// Reasons a lease is lost, as SPEC §4 spells them after "-LOST ".
+const (
+	ReasonExpired      = "expired"
+	ReasonMaxHold      = "revoked maxhold"
+	ReasonAdmin        = "revoked by admin"
+	ReasonReleased     = "released"
+	ReasonUnknownLease = "unknown lease"
+)
+
+// LostError says why a lease is lost. Its Error is the reason alone, so that
+// resp can answer "-LOST " + err.Error().
+type LostError struct{ Reason string }
+
+func (e *LostError) Error() string { return e.Reason }
+
+// Is makes errors.Is(err, ErrLost) hold.
+func (e *LostError) Is(target error) bool { return target == ErrLost }
+
+// why a lease ended; kept as a byte in each ended-lease record.
+type reason uint8
+
+const (
+	notEnded reason = iota
+	expired
+	revokedMaxHold
+	revokedByAdmin
+	released
+)
+
+var reasonText = [...]string{
+	notEnded:       ReasonUnknownLease,
+	expired:        ReasonExpired,
+	revokedMaxHold: ReasonMaxHold,
+	revokedByAdmin: ReasonAdmin,
+	released:       ReasonReleased,
+}
+
+func (r reason) lost() *LostError { return &LostError{Reason: reasonText[r]} }
+
+func unknownLease() *LostError { return &LostError{Reason: ReasonUnknownLease} }

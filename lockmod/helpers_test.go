@@ -1,0 +1,212 @@
+package lockmod
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+const (
+	sec = time.Second
+	ms  = time.Millisecond
+)
+
+type harness struct {
+	t     *testing.T
+	clock *FakeClock
+	m     *Manager
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	clock := NewFakeClock(start)
+	if cfg.Clock == nil {
+		cfg.Clock = clock
+	}
+	m := New(cfg)
+	t.Cleanup(m.Close)
+	return &harness{t: t, clock: clock, m: m}
+}
+
+// opt edits a HoldRequest.
+type opt func(*HoldRequest)
+
+func ttl(d time.Duration) opt     { return func(r *HoldRequest) { r.TTL = d } }
+func wait(d time.Duration) opt    { return func(r *HoldRequest) { r.Wait, r.HasWait = d, true } }
+func maxHold(d time.Duration) opt { return func(r *HoldRequest) { r.MaxHold = d } }
+
+func (h *harness) hold(lock, key, reqid string, opts ...opt) *Ticket {
+	req := HoldRequest{Lock: lock, Key: key, ReqID: reqid, TTL: 10 * sec}
+	for _, o := range opts {
+		o(&req)
+	}
+	return h.m.Hold(req)
+}
+
+// granted holds and insists on a grant at once.
+func (h *harness) granted(lock, key, reqid string, opts ...opt) Grant {
+	h.t.Helper()
+	return mustGrant(h.t, h.hold(lock, key, reqid, opts...))
+}
+
+func (h *harness) advance(d time.Duration) { h.clock.Advance(d) }
+
+func isDone(tk *Ticket) bool {
+	select {
+	case <-tk.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func mustGrant(t *testing.T, tk *Ticket) Grant {
+	t.Helper()
+	if !isDone(tk) {
+		t.Fatalf("ticket still waits, want a grant")
+	}
+	g, err := tk.Result()
+	if err != nil {
+		t.Fatalf("want a grant, got error %v", err)
+	}
+	return g
+}
+
+func mustWait(t *testing.T, tk *Ticket) {
+	t.Helper()
+	if isDone(tk) {
+		g, err := tk.Result()
+		t.Fatalf("ticket done (%+v, %v), want it waiting", g, err)
+	}
+}
+
+func mustFail(t *testing.T, tk *Ticket, want error) {
+	t.Helper()
+	if !isDone(tk) {
+		t.Fatalf("ticket still waits, want %v", want)
+	}
+	if _, err := tk.Result(); !errors.Is(err, want) {
+		t.Fatalf("got %v, want %v", err, want)
+	}
+}
+
+func mustLost(t *testing.T, err error, reason string) {
+	t.Helper()
+	var lost *LostError
+	if !errors.As(err, &lost) || !errors.Is(err, ErrLost) {
+		t.Fatalf("got %v, want LOST %s", err, reason)
+	}
+	if lost.Reason != reason || err.Error() != reason {
+		t.Fatalf("got LOST %q, want LOST %q", lost.Reason, reason)
+	}
+}
+
+func mustLostTicket(t *testing.T, tk *Ticket, reason string) {
+	t.Helper()
+	if !isDone(tk) {
+		t.Fatalf("ticket still waits, want LOST %s", reason)
+	}
+	_, err := tk.Result()
+	mustLost(t, err, reason)
+}
+
+func (h *harness) info(lock, key string) KeyInfo {
+	h.t.Helper()
+	info, ok := h.m.Info(lock, key)
+	if !ok {
+		h.t.Fatalf("Info(%q, %q): free with nobody waiting", lock, key)
+	}
+	return info
+}
+
+// checkEmpty insists that the Manager remembers nothing at all.
+func checkEmpty(t *testing.T, m *Manager) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := len(m.keys) + len(m.lines) + len(m.leases) + len(m.reqs) + len(m.events) + m.waiters; n != 0 {
+		t.Fatalf("manager not empty: keys %d lines %d leases %d reqs %d events %d waiters %d",
+			len(m.keys), len(m.lines), len(m.leases), len(m.reqs), len(m.events), m.waiters)
+	}
+}
+
+// checkInvariants walks the Manager's structures and insists they agree.
+func checkInvariants(m *Manager) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, r := range m.keys {
+		if r.phase != live || r.name != name || m.leases[r.id] != r || m.reqs[r.reqid] != r {
+			return fmt.Errorf("key %q: holder %+v not a live, indexed lease", name, r)
+		}
+		if r.index < 0 {
+			return fmt.Errorf("key %q: live lease not scheduled", name)
+		}
+	}
+	for id, r := range m.leases {
+		if r.id != id || (r.phase != live && r.phase != ended) {
+			return fmt.Errorf("lease %x: bad record %+v", id, r)
+		}
+		if r.phase == live && m.keys[r.name] != r {
+			return fmt.Errorf("lease %x: live but not its key's holder (LOCK-01)", id)
+		}
+		if r.index < 0 {
+			return fmt.Errorf("lease %x: not scheduled", id)
+		}
+	}
+	places := 0
+	for name, ln := range m.lines {
+		if ln.n == 0 {
+			return fmt.Errorf("line %q: empty but kept", name)
+		}
+		n := 0
+		var prev *request
+		open := 0
+		for r := ln.head; r != nil; r = r.place.next {
+			n++
+			if r.place.prev != prev || r.name != name || m.reqs[r.reqid] != r {
+				return fmt.Errorf("line %q: broken at %q", name, r.reqid)
+			}
+			switch r.phase {
+			case waiting:
+				open++
+				if r.place.ticket == nil {
+					return fmt.Errorf("line %q: waiting place %q without ticket", name, r.reqid)
+				}
+			case lingering:
+				if r.place.ticket != nil || r.index < 0 {
+					return fmt.Errorf("line %q: lingering place %q with ticket or unscheduled", name, r.reqid)
+				}
+			default:
+				return fmt.Errorf("line %q: place %q in phase %d", name, r.reqid, r.phase)
+			}
+			prev = r
+		}
+		if prev != ln.tail || n != ln.n {
+			return fmt.Errorf("line %q: tail or count wrong", name)
+		}
+		if open > 0 && m.keys[name] == nil {
+			return fmt.Errorf("line %q: free key with %d open waiters (LOCK-06)", name, open)
+		}
+		places += n
+	}
+	if places != m.waiters {
+		return fmt.Errorf("waiters %d, places %d", m.waiters, places)
+	}
+	for reqid, r := range m.reqs {
+		if r.reqid != reqid {
+			return fmt.Errorf("reqid %q: record of %q", reqid, r.reqid)
+		}
+	}
+	for i, r := range m.events {
+		if int(r.index) != i {
+			return fmt.Errorf("event %d: index %d", i, r.index)
+		}
+		if i > 0 && m.events.Less(i, (i-1)/2) {
+			return fmt.Errorf("event %d: heap order broken", i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,700 @@
+package lockmod
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultLinger is how long a place stays in line after its request left it
+// (SPEC §3: one second).
+const DefaultLinger = time.Second
+
+// DefaultTTL is the ttl of a HoldRequest that gives none (SPEC §3: 10 s).
+const DefaultTTL = 10 * time.Second
+
+// EpochBumper makes a new epoch durable and returns it. The Manager calls it,
+// under its lock, when the per-epoch counter n would reach 2^32 (SPEC §2).
+type EpochBumper interface {
+	BumpEpoch() (uint64, error)
+}
+
+// Config is what New needs.
+type Config struct {
+	Clock  Clock         // nil: SystemClock()
+	Epoch  uint64        // the epoch this open made durable; 0 is taken as 1 (for tests)
+	Bumper EpochBumper   // may be nil where the counter never runs out
+	Linger time.Duration // <= 0: DefaultLinger
+	Rand   io.Reader     // lease id source; nil: crypto/rand (LOCK-04)
+	FirstN uint32        // the counter starts here; the first fence is Epoch<<32 + FirstN + 1
+}
+
+// HoldRequest asks for (Lock, Key) on behalf of request ReqID.
+type HoldRequest struct {
+	Lock, Key, ReqID string
+	TTL              time.Duration // <= 0: DefaultTTL
+	Wait             time.Duration
+	HasWait          bool          // false: wait without limit; true with Wait <= 0: try once, never join the line
+	MaxHold          time.Duration // <= 0: no cap
+}
+
+// Grant is a lease as its holder learns it.
+type Grant struct {
+	LeaseID string        // 32 lowercase hex characters (LOCK-04)
+	Fence   uint64        // epoch<<32 + n (LOCK-02)
+	TTLLeft time.Duration // deadline - now
+}
+
+// KeyInfo is what LOCK.INFO shows of a (lock, key). Never a lease id.
+// Durations that do not apply are -1ms, so that resp's ms conversion prints -1.
+type KeyInfo struct {
+	Fence   uint64        // 0 if free
+	TTL     time.Duration // to the deadline; -1ms if free
+	Held    time.Duration // since the grant; -1ms if free
+	MaxHold time.Duration // to the MAXHOLD revocation; -1ms if none or free
+	Waiters int           // places in line, lingering ones included
+}
+
+// Stats are the Manager's gauges and counters, for INFO's # Locks section.
+type Stats struct {
+	Epoch         uint64
+	Leases        int64 // live leases
+	Waiters       int64 // places in line, lingering ones included
+	GrantsTotal   uint64
+	RenewalsTotal uint64
+	ReleasedTotal uint64
+	ExpiredTotal  uint64
+	RevokedTotal  uint64 // by MAXHOLD or by an admin
+}
+
+// notApplicable is the value of a KeyInfo duration that does not apply.
+const notApplicable = -time.Millisecond
+
+// Manager keeps the leases and lines of waiters of one store. All its methods
+// are safe for concurrent use; one mutex guards everything, and the clock's
+// timer callback takes it like any caller.
+type Manager struct {
+	mu        sync.Mutex
+	clock     Clock
+	base      time.Time // instant 0
+	bumper    EpochBumper
+	lingerFor time.Duration
+	rand      io.Reader
+
+	epoch uint64
+	n     uint32 // the last n used in this epoch
+
+	keys   map[string]*request  // (lock, key) -> its live lease (LOCK-01)
+	lines  map[string]*line     // (lock, key) -> its line, while it has places
+	leases map[leaseID]*request // live and remembered ended leases (LOCK-04, LOCK-05)
+	reqs   map[string]*request  // reqid -> its place, lease or ended lease (LOCK-03)
+	events eventQueue           // LOCK-06
+
+	timer    Timer // armed for timerAt, nil if none
+	timerAt  instant
+	timerGen uint64 // tells a stale timer callback from the armed one
+
+	waiters int
+	stats   Stats
+	closed  bool
+	doneCh  chan struct{} // closed at birth: the Done of tickets answered at once
+
+	trace func(traceEvent) // tests only
+}
+
+// traceEvent reports a grant or an end to tests, with its store time.
+type traceEvent struct {
+	grant  bool
+	at     instant
+	name   string
+	reqid  string
+	id     leaseID
+	fence  uint64
+	reason reason
+}
+
+// New makes a Manager that holds no lease and no waiter (LOCK-10).
+func New(cfg Config) *Manager {
+	if cfg.Epoch >= 1<<32 {
+		panic(fmt.Sprintf("lockmod: epoch %d does not fit in a fence", cfg.Epoch))
+	}
+	m := &Manager{
+		clock:     cfg.Clock,
+		bumper:    cfg.Bumper,
+		lingerFor: cfg.Linger,
+		rand:      cfg.Rand,
+		epoch:     cfg.Epoch,
+		n:         cfg.FirstN,
+		keys:      make(map[string]*request),
+		lines:     make(map[string]*line),
+		leases:    make(map[leaseID]*request),
+		reqs:      make(map[string]*request),
+		doneCh:    make(chan struct{}),
+	}
+	if m.clock == nil {
+		m.clock = SystemClock()
+	}
+	if m.lingerFor <= 0 {
+		m.lingerFor = DefaultLinger
+	}
+	if m.rand == nil {
+		m.rand = rand.Reader
+	}
+	if m.epoch == 0 {
+		m.epoch = 1
+	}
+	close(m.doneCh)
+	m.base = m.clock.Now()
+	return m
+}
+
+// Close answers every open waiter ErrClosed, stops the timer and forgets all
+// leases. Every later call fails with ErrClosed (Revoke reports false, Info
+// nothing); Stats keeps its counters.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.closed = true
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
+	for _, ln := range m.lines {
+		for r := ln.head; r != nil; r = r.place.next {
+			if t := r.place.ticket; t != nil {
+				t.finish(Grant{}, ErrClosed)
+			}
+		}
+	}
+	clear(m.keys)
+	clear(m.lines)
+	clear(m.leases)
+	clear(m.reqs)
+	m.events = nil
+	m.waiters = 0
+}
+
+// Hold asks for (lock, key). It never waits: the ticket it returns is done
+// already, or waits in the line (LOCK-08).
+func (m *Manager) Hold(req HoldRequest) *Ticket {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return m.answered(Grant{}, ErrClosed)
+	}
+	now := m.now()
+	m.advance(now)
+	defer m.arm(now)
+
+	ttl := req.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	var buf [64]byte
+	name := keyName(buf[:0], req.Lock, req.Key)
+
+	// LOCK-03: one grant per reqid.
+	if r := m.reqs[req.ReqID]; r != nil {
+		if r.name != string(name) {
+			return m.answered(Grant{}, ErrReqIDInUse)
+		}
+		switch r.phase {
+		case live:
+			return m.answered(m.grantOf(r, now), nil)
+		case ended:
+			return m.answered(Grant{}, r.reason.lost())
+		default:
+			return m.resume(r, req, ttl, now)
+		}
+	}
+
+	if m.keys[string(name)] == nil {
+		// The key is free, so nobody open waits for it: the places in its
+		// line, if any, linger and are passed over.
+		r := &request{reqid: strings.Clone(req.ReqID), name: string(name), index: -1}
+		if err := m.grant(r, ttl, req.MaxHold, now); err != nil {
+			return m.answered(Grant{}, err)
+		}
+		m.reqs[r.reqid] = r
+		return m.answered(m.grantOf(r, now), nil)
+	}
+	if req.HasWait && req.Wait <= 0 {
+		return m.answered(Grant{}, ErrNotGranted) // try once: never joins the line
+	}
+	r := &request{reqid: strings.Clone(req.ReqID), name: string(name), ttl: ttl, index: -1}
+	t := &Ticket{done: make(chan struct{}), m: m, req: r}
+	r.place = &place{ticket: t, maxHold: req.MaxHold}
+	r.phase = waiting
+	m.join(r)
+	m.reqs[r.reqid] = r
+	if req.HasWait {
+		r.at = now + instant(req.Wait)
+		m.events.schedule(r)
+	}
+	return t
+}
+
+// resume answers a retry of a request that has a place in line, waiting or
+// lingering: the retry takes the place over (LOCK-03, LOCK-08).
+func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now instant) *Ticket {
+	p := r.place
+	if p.ticket != nil {
+		p.ticket.finish(Grant{}, ErrSuperseded)
+		p.ticket = nil
+	}
+	r.ttl, p.maxHold = ttl, req.MaxHold
+	if m.keys[r.name] == nil {
+		// Free key: no open request is ahead of this one (they would hold it),
+		// so it is first among the open ones. Grant now, re-checked here.
+		m.leave(r)
+		if err := m.grant(r, ttl, p.maxHold, now); err != nil {
+			m.forget(r)
+			return m.answered(Grant{}, err)
+		}
+		return m.answered(m.grantOf(r, now), nil)
+	}
+	if req.HasWait && req.Wait <= 0 {
+		// Try once: not granted, and the place lingers from now as if a
+		// WAIT had just run out.
+		r.phase = lingering
+		r.at = now + instant(m.lingerFor)
+		m.events.schedule(r)
+		return m.answered(Grant{}, ErrNotGranted)
+	}
+	t := &Ticket{done: make(chan struct{}), m: m, req: r}
+	p.ticket = t
+	r.phase = waiting
+	if req.HasWait {
+		r.at = now + instant(req.Wait)
+		m.events.schedule(r)
+	} else {
+		m.events.unschedule(r)
+	}
+	return t
+}
+
+// Renew moves a live lease's deadline to now + ttl (ttl <= 0: the ttl it was
+// granted with), never past its MAXHOLD deadline (LOCK-07), and returns the
+// time to the new deadline. An ended or unknown lease is a *LostError and
+// stays ended (LOCK-05).
+func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error) {
+	id, ok := parseLeaseID(leaseID)
+	if !ok {
+		return 0, unknownLease() // LOCK-04: not an id at all
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	now := m.now()
+	m.advance(now) // re-check: a lease past its deadline has ended, timer or not
+	defer m.arm(now)
+	r := m.leases[id]
+	if r == nil {
+		return 0, unknownLease()
+	}
+	if r.phase != live {
+		return 0, r.reason.lost() // LOCK-05
+	}
+	if ttl <= 0 {
+		ttl = r.ttl
+	}
+	r.span = max(r.span, ttl)
+	r.at = m.deadline(r, now, ttl)
+	m.events.schedule(r)
+	m.stats.RenewalsTotal++
+	return time.Duration(r.at - now), nil
+}
+
+// Release ends a live lease now and grants the next open waiter in the same
+// step. It returns nil for a live lease, and again for a lease that a Release
+// already ended (a retried RELEASE); otherwise a *LostError.
+func (m *Manager) Release(leaseID string) error {
+	id, ok := parseLeaseID(leaseID)
+	if !ok {
+		return unknownLease()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	now := m.now()
+	m.advance(now)
+	defer m.arm(now)
+	r := m.leases[id]
+	switch {
+	case r == nil:
+		return unknownLease()
+	case r.phase == live:
+		m.end(r, released, now, now)
+		return nil
+	case r.reason == released:
+		return nil
+	default:
+		return r.reason.lost()
+	}
+}
+
+// Revoke ends the live lease of (lock, key), if any, with reason "revoked by
+// admin", and grants the next open waiter. It reports whether it ended one.
+func (m *Manager) Revoke(lock, key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	now := m.now()
+	m.advance(now)
+	defer m.arm(now)
+	var buf [64]byte
+	r := m.keys[string(keyName(buf[:0], lock, key))]
+	if r == nil {
+		return false
+	}
+	m.end(r, revokedByAdmin, now, now)
+	return true
+}
+
+// Info describes (lock, key); false when it is free and nobody waits.
+func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return KeyInfo{}, false
+	}
+	now := m.now()
+	m.advance(now)
+	defer m.arm(now)
+	var buf [64]byte
+	name := keyName(buf[:0], lock, key)
+	r, ln := m.keys[string(name)], m.lines[string(name)]
+	if r == nil && ln == nil {
+		return KeyInfo{}, false
+	}
+	info := KeyInfo{TTL: notApplicable, Held: notApplicable, MaxHold: notApplicable}
+	if ln != nil {
+		info.Waiters = ln.n
+	}
+	if r != nil {
+		info.Fence = r.fence
+		info.TTL = time.Duration(r.at - now)
+		info.Held = time.Duration(now - r.grantedAt)
+		if r.maxDeadline != 0 {
+			info.MaxHold = time.Duration(r.maxDeadline - now)
+		}
+	}
+	return info, true
+}
+
+// Stats returns the gauges and counters.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		now := m.now()
+		m.advance(now)
+		m.arm(now)
+	}
+	s := m.stats
+	s.Epoch = m.epoch
+	s.Leases = int64(len(m.keys))
+	s.Waiters = int64(m.waiters)
+	return s
+}
+
+// now reads store time.
+func (m *Manager) now() instant { return instant(m.clock.Now().Sub(m.base)) }
+
+// answered returns a ticket that is already done.
+func (m *Manager) answered(g Grant, err error) *Ticket {
+	return &Ticket{done: m.doneCh, grant: g, err: err}
+}
+
+// grantOf is the Grant of live lease r as seen at now.
+func (m *Manager) grantOf(r *request, now instant) Grant {
+	return Grant{
+		LeaseID: hex.EncodeToString(r.id[:]),
+		Fence:   r.fence,
+		TTLLeft: time.Duration(r.at - now),
+	}
+}
+
+// deadline is now + ttl, capped by r's MAXHOLD deadline (LOCK-06, LOCK-07).
+func (m *Manager) deadline(r *request, now instant, ttl time.Duration) instant {
+	d := now + instant(ttl)
+	if r.maxDeadline != 0 && d > r.maxDeadline {
+		d = r.maxDeadline
+	}
+	return d
+}
+
+// grant makes r the live lease of its key, with a fresh id and fence. The
+// caller has checked, in this same critical section, that the key is free and
+// that r is the first open request for it (etcd#11456). r is out of the line.
+func (m *Manager) grant(r *request, ttl, maxHold time.Duration, now instant) error {
+	id, err := m.newLeaseID()
+	if err != nil {
+		return err
+	}
+	fence, err := m.nextFence()
+	if err != nil {
+		return err
+	}
+	r.id, r.fence = id, fence
+	r.ttl, r.span = ttl, ttl
+	r.grantedAt = now
+	r.maxDeadline = 0
+	if maxHold > 0 {
+		r.maxDeadline = now + instant(maxHold)
+	}
+	r.at = m.deadline(r, now, ttl)
+	r.phase = live
+	m.leases[id] = r
+	m.keys[r.name] = r // LOCK-01: the caller saw no live lease here
+	m.events.schedule(r)
+	m.stats.GrantsTotal++
+	if m.trace != nil {
+		m.trace(traceEvent{grant: true, at: now, name: r.name, reqid: r.reqid, id: id, fence: fence})
+	}
+	return nil
+}
+
+// end ends live lease r at instant at for reason why, and at now grants the
+// key to the first open request in its line, in the same critical section
+// (LOCK-06: no gap in which a newcomer can take the key).
+func (m *Manager) end(r *request, why reason, at, now instant) {
+	delete(m.keys, r.name)
+	r.phase = ended
+	r.reason = why
+	r.at = at + instant(r.span) // LOCK-03, LOCK-05: remembered for its ttl after it ends
+	m.events.schedule(r)
+	switch why {
+	case expired:
+		m.stats.ExpiredTotal++
+	case released:
+		m.stats.ReleasedTotal++
+	default:
+		m.stats.RevokedTotal++
+	}
+	if m.trace != nil {
+		m.trace(traceEvent{at: at, name: r.name, reqid: r.reqid, id: r.id, fence: r.fence, reason: why})
+	}
+	m.grantNext(r.name, now)
+}
+
+// grantNext grants the free key name to the first open request in its line,
+// passing over lingering places (LOCK-08). A request whose grant fails (the
+// epoch bump or the random source failed) is answered with the error and
+// leaves; the next one is tried.
+func (m *Manager) grantNext(name string, now instant) {
+	ln := m.lines[name]
+	if ln == nil {
+		return
+	}
+	for r := ln.head; r != nil; {
+		p := r.place
+		next := p.next
+		if p.ticket == nil {
+			r = next
+			continue
+		}
+		m.leave(r)
+		if err := m.grant(r, r.ttl, p.maxHold, now); err != nil {
+			p.ticket.finish(Grant{}, err)
+			m.forget(r)
+			r = next
+			continue
+		}
+		p.ticket.finish(m.grantOf(r, now), nil)
+		return
+	}
+}
+
+// linger takes the open request out of r's place: its ticket is answered err
+// and the place lingers, passed over, until at + linger.
+func (m *Manager) linger(r *request, at instant, err error) {
+	r.place.ticket.finish(Grant{}, err)
+	r.place.ticket = nil
+	r.phase = lingering
+	r.at = at + instant(m.lingerFor)
+	m.events.schedule(r)
+}
+
+// join puts r at the tail of its key's line.
+func (m *Manager) join(r *request) {
+	ln := m.lines[r.name]
+	if ln == nil {
+		ln = &line{}
+		m.lines[r.name] = ln
+	}
+	if ln.tail == nil {
+		ln.head = r
+	} else {
+		ln.tail.place.next = r
+		r.place.prev = ln.tail
+	}
+	ln.tail = r
+	ln.n++
+	m.waiters++
+}
+
+// leave takes r out of its line; r.place is dropped.
+func (m *Manager) leave(r *request) {
+	ln := m.lines[r.name]
+	p := r.place
+	if p.prev == nil {
+		ln.head = p.next
+	} else {
+		p.prev.place.next = p.next
+	}
+	if p.next == nil {
+		ln.tail = p.prev
+	} else {
+		p.next.place.prev = p.prev
+	}
+	r.place = nil
+	ln.n--
+	m.waiters--
+	if ln.n == 0 {
+		delete(m.lines, r.name)
+	}
+}
+
+// forget drops every trace of r: the reqid may be used afresh.
+func (m *Manager) forget(r *request) {
+	m.events.unschedule(r)
+	if m.reqs[r.reqid] == r {
+		delete(m.reqs, r.reqid)
+	}
+	if r.phase == ended || r.phase == live {
+		if m.leases[r.id] == r {
+			delete(m.leases, r.id)
+		}
+	}
+}
+
+// advance runs every event due at or before now, earliest first (LOCK-06).
+// The clock's timer calls it, and so does every method before it reads
+// state, so that a late timer never lets an ended lease be seen as live.
+func (m *Manager) advance(now instant) {
+	for len(m.events) > 0 {
+		r := m.events[0]
+		if r.at > now {
+			return
+		}
+		switch r.phase {
+		case live:
+			why := expired
+			if r.maxDeadline != 0 && r.at >= r.maxDeadline {
+				why = revokedMaxHold // LOCK-07
+			}
+			m.end(r, why, r.at, now)
+		case waiting:
+			m.linger(r, r.at, ErrNotGranted)
+		case lingering:
+			m.leave(r)
+			m.forget(r)
+		case ended:
+			m.forget(r)
+		}
+	}
+}
+
+// arm makes sure one clock timer is armed no later than the earliest event.
+// A timer armed for a later time is replaced; one armed earlier is left to
+// fire, find nothing or little due, and arm again.
+func (m *Manager) arm(now instant) {
+	if m.closed || len(m.events) == 0 {
+		return
+	}
+	next := m.events[0].at
+	if m.timer != nil && m.timerAt <= next {
+		return
+	}
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	m.timerGen++
+	gen := m.timerGen
+	m.timerAt = next
+	m.timer = m.clock.AfterFunc(time.Duration(next-now), func() { m.fire(gen) })
+}
+
+// fire is the clock timer's callback.
+func (m *Manager) fire(gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	if gen == m.timerGen {
+		m.timer = nil
+	}
+	now := m.now()
+	m.advance(now)
+	m.arm(now)
+}
+
+// nextFence returns epoch<<32 + n for the next n, bumping the epoch durably
+// first when n would reach 2^32 (LOCK-02, SPEC §2).
+func (m *Manager) nextFence() (uint64, error) {
+	if m.n == math.MaxUint32 {
+		if m.bumper == nil {
+			return 0, ErrNoEpochBumper
+		}
+		epoch, err := m.bumper.BumpEpoch()
+		if err != nil {
+			return 0, fmt.Errorf("bump epoch: %w", err)
+		}
+		if epoch <= m.epoch || epoch >= 1<<32 {
+			return 0, fmt.Errorf("bump epoch: new epoch %d does not follow %d", epoch, m.epoch)
+		}
+		m.epoch, m.n = epoch, 0
+	}
+	m.n++
+	return m.epoch<<32 | uint64(m.n), nil
+}
+
+// newLeaseID draws 128 bits from the random source (LOCK-04). A clash with an
+// id still remembered is drawn again; a source that keeps clashing is broken.
+func (m *Manager) newLeaseID() (leaseID, error) {
+	var id leaseID
+	for range 4 {
+		if _, err := io.ReadFull(m.rand, id[:]); err != nil {
+			return id, fmt.Errorf("lease id: %w", err)
+		}
+		if m.leases[id] == nil {
+			return id, nil
+		}
+	}
+	return id, fmt.Errorf("lease id: random source repeats itself")
+}
+
+// parseLeaseID accepts exactly 32 lowercase hex characters: one spelling per
+// id. Anything else is no id at all (LOCK-04: "unknown lease").
+func parseLeaseID(s string) (leaseID, bool) {
+	var id leaseID
+	if len(s) != 2*len(id) {
+		return id, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return id, false
+		}
+	}
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return id, false
+	}
+	return id, true
+}

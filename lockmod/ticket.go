@@ -1,0 +1,57 @@
+package lockmod
+
+// Ticket is the answer to one Hold. It is done at once (granted, not granted
+// with WAIT 0, an error) or when the request leaves the line: granted, its WAIT
+// ran out, a retry superseded it, or the Manager closed.
+type Ticket struct {
+	done  chan struct{}
+	grant Grant
+	err   error
+
+	m   *Manager // nil for a ticket done at birth
+	req *request // while the ticket waits in line; guarded by m.mu
+}
+
+// Done is closed when Result is ready.
+func (t *Ticket) Done() <-chan struct{} { return t.done }
+
+// Result blocks until Done is closed, then returns the grant or why there is
+// none: ErrNotGranted, ErrSuperseded, ErrReqIDInUse, ErrClosed, ErrAbandoned,
+// a *LostError (a retry of a request whose lease has ended), or the error of a
+// failed epoch bump or random source.
+func (t *Ticket) Result() (Grant, error) {
+	<-t.done
+	return t.grant, t.err
+}
+
+// Abandon says that the client went away or gave up. If the request still
+// waits it leaves the line, and its place lingers for Config.Linger under its
+// reqid; it is never granted. If it was already granted, nothing happens: a
+// grant whose reply cannot be delivered stays a live lease (SPEC §3), to be
+// picked up by a retry or to run out at its deadline.
+func (t *Ticket) Abandon() {
+	m := t.m
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	now := m.now()
+	m.advance(now)
+	r := t.req
+	if r == nil || r.place == nil || r.place.ticket != t {
+		return
+	}
+	m.linger(r, now, ErrAbandoned)
+	m.arm(now)
+}
+
+// finish answers the ticket. Called under m.mu, once.
+func (t *Ticket) finish(g Grant, err error) {
+	t.grant, t.err = g, err
+	t.req = nil
+	close(t.done)
+}

@@ -1,0 +1,382 @@
+package resp
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Connection commands: PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT.
+
+func (c *Conn) wrongArity(name string) {
+	c.out.Err("wrong number of arguments for '" + name + "' command")
+}
+
+func (c *Conn) syntaxError() { c.out.Err("syntax error") }
+
+func cmdPing(c *Conn, args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.out.Status("PONG")
+	case 2:
+		c.out.Bulk(args[1])
+	default:
+		c.wrongArity("ping")
+	}
+}
+
+func cmdEcho(c *Conn, args [][]byte) { c.out.Bulk(args[1]) }
+
+func cmdQuit(c *Conn, args [][]byte) {
+	c.out.OK()
+	c.closing = true
+}
+
+func cmdSelect(c *Conn, args [][]byte) {
+	n, ok := parseInt(args[1])
+	switch {
+	case !ok:
+		c.out.Err(errNotInteger)
+	case n != 0:
+		c.out.Err("DB index is out of range")
+	default:
+		c.out.OK()
+	}
+}
+
+// cmdHello speaks protocol 2 only: go-redis asks for 3 first, takes the
+// NOPROTO and goes on in RESP2.
+func cmdHello(c *Conn, args [][]byte) {
+	i := 1
+	if len(args) > 1 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			c.out.Err("Protocol version is not an integer or out of range")
+			return
+		}
+		if v != 2 {
+			c.out.Error("NOPROTO", "unsupported protocol version")
+			return
+		}
+		i = 2
+	}
+	var name []byte
+	setName := false
+	for ; i < len(args); i++ {
+		switch opt := strings.ToLower(string(args[i])); {
+		case opt == "auth" && i+2 < len(args):
+			if !c.authenticate(args[i+1], args[i+2]) {
+				return
+			}
+			i += 2
+		case opt == "setname" && i+1 < len(args):
+			if !validClientName(args[i+1]) {
+				c.out.Err("Client names cannot contain spaces, newlines or special characters.")
+				return
+			}
+			name, setName = args[i+1], true
+			i++
+		default:
+			c.out.Err(fmt.Sprintf("Syntax error in HELLO option '%s'", args[i]))
+			return
+		}
+	}
+	if c.role == RoleNone {
+		c.out.Error("NOAUTH", "HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		c.mu.Lock()
+		c.name = string(name)
+		c.mu.Unlock()
+	}
+	c.out.Array(14)
+	c.out.BulkStrings("server", "tenure", "version", RedisVersion)
+	c.out.BulkString("proto")
+	c.out.Int(2)
+	c.out.BulkString("id")
+	c.out.Int(c.id)
+	c.out.BulkStrings("mode", "standalone", "role", "master")
+	c.out.BulkString("modules")
+	c.out.Array(0)
+}
+
+func cmdAuth(c *Conn, args [][]byte) {
+	switch len(args) {
+	case 2:
+		if c.srv.users == nil {
+			c.out.Err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return
+		}
+		if c.authenticate([]byte("default"), args[1]) {
+			c.out.OK()
+		}
+	case 3:
+		if c.authenticate(args[1], args[2]) {
+			c.out.OK()
+		}
+	default:
+		c.syntaxError()
+	}
+}
+
+// authenticate admits the connection as user with that user's role, or
+// answers -WRONGPASS and reports false.
+func (c *Conn) authenticate(user, password []byte) bool {
+	role, ok := c.srv.users.check(string(user), password)
+	if !ok {
+		c.srv.stats.authFailures.Add(1)
+		c.srv.log.Warn("authentication failed", "client", c.addr, "user", string(user))
+		c.out.Error("WRONGPASS", "invalid username-password pair or user is disabled.")
+		return false
+	}
+	c.mu.Lock()
+	c.role, c.user = role, string(user)
+	c.mu.Unlock()
+	c.rd.unauth = false
+	return true
+}
+
+func cmdReset(c *Conn, args [][]byte) {
+	c.mu.Lock()
+	c.name = ""
+	if c.srv.users != nil {
+		c.role, c.user = RoleNone, "default"
+		c.rd.unauth = true
+	}
+	c.mu.Unlock()
+	c.out.Status("RESET")
+}
+
+func cmdClientID(c *Conn, args [][]byte) { c.out.Int(c.id) }
+
+func cmdClientSetName(c *Conn, args [][]byte) {
+	if !validClientName(args[2]) {
+		c.out.Err("Client names cannot contain spaces, newlines or special characters.")
+		return
+	}
+	c.mu.Lock()
+	c.name = string(args[2])
+	c.mu.Unlock()
+	c.out.OK()
+}
+
+func cmdClientGetName(c *Conn, args [][]byte) {
+	c.mu.Lock()
+	name := c.name
+	c.mu.Unlock()
+	if name == "" {
+		c.out.Null()
+		return
+	}
+	c.out.BulkString(name)
+}
+
+func cmdClientSetInfo(c *Conn, args [][]byte) {
+	attr := strings.ToLower(string(args[2]))
+	if attr != "lib-name" && attr != "lib-ver" {
+		c.out.Err(fmt.Sprintf("Unrecognized option '%s'", args[2]))
+		return
+	}
+	if !validClientName(args[3]) {
+		c.out.Err(attr + " cannot contain spaces, newlines or special characters.")
+		return
+	}
+	c.mu.Lock()
+	if attr == "lib-name" {
+		c.libName = string(args[3])
+	} else {
+		c.libVer = string(args[3])
+	}
+	c.mu.Unlock()
+	c.out.OK()
+}
+
+func cmdClientInfo(c *Conn, args [][]byte) { c.out.BulkString(c.describe(time.Now()) + "\n") }
+
+func cmdClientList(c *Conn, args [][]byte) {
+	var ids map[int64]bool
+	for i := 2; i < len(args); i++ {
+		switch opt := strings.ToLower(string(args[i])); {
+		case opt == "type" && i+1 < len(args):
+			if t := strings.ToLower(string(args[i+1])); t != "normal" && t != "master" && t != "replica" && t != "pubsub" {
+				c.out.Err(fmt.Sprintf("Unknown client type '%s'", args[i+1]))
+				return
+			}
+			i++
+		case opt == "id" && i+1 < len(args):
+			ids = map[int64]bool{}
+			for i++; i < len(args); i++ {
+				id, ok := parseInt(args[i])
+				if !ok || id <= 0 {
+					c.out.Err("Invalid client ID")
+					return
+				}
+				ids[id] = true
+			}
+		default:
+			c.syntaxError()
+			return
+		}
+	}
+	now := time.Now()
+	var b strings.Builder
+	for _, o := range c.srv.connections() {
+		if ids != nil && !ids[o.id] {
+			continue
+		}
+		b.WriteString(o.describe(now))
+		b.WriteByte('\n')
+	}
+	c.out.BulkString(b.String())
+}
+
+// cmdClientKill takes the old form, CLIENT KILL addr:port, and the new one
+// of filters (ID, ADDR, LADDR, USER, SKIPME). A killed holder's lease stays
+// to its deadline (LOCK-11): killing closes the connection and nothing else.
+func cmdClientKill(c *Conn, args [][]byte) {
+	if len(args) == 3 {
+		addr := string(args[2])
+		for _, o := range c.srv.connections() {
+			if o.addr == addr {
+				c.out.OK()
+				c.kill(o)
+				return
+			}
+		}
+		c.out.Err("No such client")
+		return
+	}
+	if len(args)%2 != 0 {
+		c.syntaxError()
+		return
+	}
+	var (
+		id               int64
+		addr, laddr, usr string
+		skipMe           = true
+	)
+	for i := 2; i < len(args); i += 2 {
+		v := string(args[i+1])
+		switch strings.ToLower(string(args[i])) {
+		case "id":
+			n, ok := parseInt(args[i+1])
+			if !ok || n <= 0 {
+				c.out.Err("client-id should be greater than 0")
+				return
+			}
+			id = n
+		case "addr":
+			addr = v
+		case "laddr":
+			laddr = v
+		case "user":
+			usr = v
+		case "skipme":
+			switch strings.ToLower(v) {
+			case "yes":
+				skipMe = true
+			case "no":
+				skipMe = false
+			default:
+				c.syntaxError()
+				return
+			}
+		default:
+			c.syntaxError()
+			return
+		}
+	}
+	var killed int64
+	for _, o := range c.srv.connections() {
+		if (id != 0 && o.id != id) || (addr != "" && o.addr != addr) ||
+			(laddr != "" && o.laddr != laddr) || (usr != "" && o.userName() != usr) || (skipMe && o == c) {
+			continue
+		}
+		killed++
+		c.kill(o)
+	}
+	c.out.Int(killed)
+}
+
+func (c *Conn) userName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.user
+}
+
+// kill closes o's connection; its goroutine sees the error and ends. The
+// asking connection closes itself after its reply.
+func (c *Conn) kill(o *Conn) {
+	if o == c {
+		c.closing = true
+		return
+	}
+	o.nc.Close()
+}
+
+func cmdClientHelp(c *Conn, args [][]byte) {
+	c.out.BulkStrings(
+		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"ID", "    Return the ID of the current connection.",
+		"INFO", "    Return information about the current client connection.",
+		"GETNAME", "    Return the name of the current connection.",
+		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+		"LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
+		"KILL <ip:port> | KILL <filter> <value> [<filter> <value> ...]", "    Kill connections: ID, ADDR, LADDR, USER, SKIPME (yes|no).",
+		"HELP", "    Print this help.",
+	)
+}
+
+// validClientName is Redis's rule: printable ASCII without spaces.
+func validClientName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// describe is the connection's line in CLIENT LIST, in Redis's format, with
+// the user and the role it was admitted with.
+func (c *Conn) describe(now time.Time) string {
+	c.mu.Lock()
+	name, lib, ver, user, role := c.name, c.libName, c.libVer, c.user, c.role
+	c.mu.Unlock()
+	cmd := "NULL"
+	if lc := c.lastCmd.Load(); lc != nil {
+		cmd = lc.Name
+	}
+	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s role=%s redir=-1 resp=2 lib-name=%s lib-ver=%s",
+		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
+		cmd, user, role, lib, ver)
+	return b.String()
+}
+
+// connections lists the open connections, oldest first.
+func (s *Server) connections() []*Conn {
+	s.mu.Lock()
+	list := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		list = append(list, c)
+	}
+	s.mu.Unlock()
+	sortConns(list)
+	return list
+}
+
+func sortConns(list []*Conn) {
+	slices.SortFunc(list, func(a, b *Conn) int { return cmp.Compare(a.id, b.id) })
+}
+
+const errNotInteger = "value is not an integer or out of range"
+
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,214 @@
+package resp
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tenure-db/tenure/kv"
+)
+
+// Key commands: DEL, UNLINK, EXISTS, EXPIRE…, TTL, PTTL, PERSIST, TYPE,
+// KEYS, SCAN, RENAME, RENAMENX.
+
+func cmdDel(c *Conn, args [][]byte) {
+	n, err := c.srv.store.Del(args[1:])
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Int(n)
+}
+
+func cmdExists(c *Conn, args [][]byte) {
+	n, err := c.srv.store.Exists(args[1:])
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Int(n)
+}
+
+func cmdExpire(c *Conn, args [][]byte)    { expire(c, args, "expire") }
+func cmdPExpire(c *Conn, args [][]byte)   { expire(c, args, "pexpire") }
+func cmdExpireAt(c *Conn, args [][]byte)  { expire(c, args, "expireat") }
+func cmdPExpireAt(c *Conn, args [][]byte) { expire(c, args, "pexpireat") }
+
+// expire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT key time [NX|XX|GT|LT].
+// Unlike SET's EX, a time in the past is allowed: it deletes the key.
+func expire(c *Conn, args [][]byte, name string) {
+	n, ok := parseInt(args[2])
+	if !ok {
+		c.out.Err(errNotInteger)
+		return
+	}
+	invalid := "invalid expire time in '" + name + "' command"
+	if name == "expire" || name == "expireat" {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			c.out.Err(invalid)
+			return
+		}
+		n *= 1000
+	}
+	if name == "expire" || name == "pexpire" {
+		now := time.Now().UnixMilli()
+		if (n > 0 && n > math.MaxInt64-now) || (n < 0 && n < math.MinInt64-now) {
+			c.out.Err(invalid)
+			return
+		}
+		n += now
+	}
+	cond := kv.CondNone
+	for _, a := range args[3:] {
+		switch strings.ToLower(string(a)) {
+		case "nx":
+			cond |= kv.CondNX
+		case "xx":
+			cond |= kv.CondXX
+		case "gt":
+			cond |= kv.CondGT
+		case "lt":
+			cond |= kv.CondLT
+		default:
+			c.out.Err("Unsupported option " + string(a))
+			return
+		}
+	}
+	switch {
+	case cond&kv.CondNX != 0 && cond != kv.CondNX:
+		c.out.Err("NX and XX, GT or LT options at the same time are not compatible")
+		return
+	case cond&kv.CondGT != 0 && cond&kv.CondLT != 0:
+		c.out.Err("GT and LT options at the same time are not compatible")
+		return
+	}
+	set, err := c.srv.store.ExpireAt(args[1], n, cond)
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Bool(set)
+}
+
+func cmdTTL(c *Conn, args [][]byte) {
+	ms, err := c.srv.store.TTL(args[1])
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	if ms < 0 {
+		c.out.Int(ms)
+		return
+	}
+	c.out.Int((ms + 500) / 1000)
+}
+
+func cmdPTTL(c *Conn, args [][]byte) {
+	ms, err := c.srv.store.TTL(args[1])
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Int(ms)
+}
+
+func cmdPersist(c *Conn, args [][]byte) {
+	ok, err := c.srv.store.Persist(args[1])
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Bool(ok)
+}
+
+func cmdType(c *Conn, args [][]byte) {
+	t, err := c.srv.store.Type(args[1])
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Status(t)
+}
+
+func cmdKeys(c *Conn, args [][]byte) {
+	keys, err := c.srv.store.Keys(args[1])
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Array(len(keys))
+	for _, k := range keys {
+		c.out.Bulk(k)
+	}
+}
+
+// cmdScan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE t]. The cursor is
+// a position in the keyspace's hash order, so a key present for the whole
+// walk is returned at least once.
+func cmdScan(c *Conn, args [][]byte) {
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		c.out.Err("invalid cursor")
+		return
+	}
+	var (
+		pattern []byte
+		typ     string
+		count   = 10
+	)
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.syntaxError()
+			return
+		}
+		switch strings.ToLower(string(args[i])) {
+		case "match":
+			pattern = args[i+1]
+		case "count":
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				c.out.Err(errNotInteger)
+				return
+			}
+			if n < 1 {
+				c.syntaxError()
+				return
+			}
+			count = int(min(n, 1<<20))
+		case "type":
+			typ = strings.ToLower(string(args[i+1]))
+		default:
+			c.syntaxError()
+			return
+		}
+	}
+	next, keys, err := c.srv.store.Scan(cursor, pattern, count, typ)
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Array(2)
+	c.out.BulkUint(next)
+	c.out.Array(len(keys))
+	for _, k := range keys {
+		c.out.Bulk(k)
+	}
+}
+
+func cmdRename(c *Conn, args [][]byte) {
+	if err := c.srv.store.Rename(args[1], args[2]); err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.OK()
+}
+
+func cmdRenameNX(c *Conn, args [][]byte) {
+	ok, err := c.srv.store.RenameNX(args[1], args[2])
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Bool(ok)
+}

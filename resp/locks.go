@@ -1,0 +1,192 @@
+package resp
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/tenure-db/tenure/lockmod"
+)
+
+// Lock commands (SPEC §3): LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO,
+// LOCK.REVOKE. The semantics are lockmod's; this file parses, waits and
+// replies.
+
+// Ranges of SPEC §3, in milliseconds.
+const (
+	minTTL, maxTTL         = 1000, 3600000
+	minMaxHold, maxMaxHold = 1000, 86400000
+	maxWait                = 1 << 40 // about 35 years: "no limit" in practice
+	maxLockLen, maxKeyLen  = 256, 1024
+	maxReqIDLen            = 64
+)
+
+// msArg parses an option's integer milliseconds within [lo, hi], or
+// returns the error text naming the range.
+func msArg(name string, b []byte, lo, hi int64) (time.Duration, string) {
+	n, ok := parseInt(b)
+	if !ok || n < lo || n > hi {
+		return 0, name + " must be an integer from " + itoa(lo) + " to " + itoa(hi)
+	}
+	return time.Duration(n) * time.Millisecond, ""
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// lockError answers an error from lockmod.
+func (c *Conn) lockError(err error) {
+	var lost *lockmod.LostError
+	switch {
+	case errors.As(err, &lost):
+		c.out.Error("LOST", lost.Reason)
+	case errors.Is(err, lockmod.ErrSuperseded), errors.Is(err, lockmod.ErrReqIDInUse):
+		c.out.Err(err.Error())
+	case errors.Is(err, lockmod.ErrClosed):
+		c.out.Err("server is shutting down")
+	default:
+		c.srv.log.Error("lock module failed", "err", err)
+		c.out.Err(err.Error())
+	}
+}
+
+// cmdLockHold is LOCK.HOLD lock key reqid [TTL ms] [WAIT ms] [MAXHOLD ms].
+// While it waits in line only its own connection blocks, and a client that
+// goes away is noticed at once: its request is withdrawn and its place
+// lingers (SPEC §3).
+func cmdLockHold(c *Conn, args [][]byte) {
+	lock, key, reqid := args[1], args[2], args[3]
+	switch {
+	case len(lock) == 0 || len(lock) > maxLockLen:
+		c.out.Err("lock must be 1 to 256 bytes")
+		return
+	case len(key) == 0 || len(key) > maxKeyLen:
+		c.out.Err("key must be 1 to 1024 bytes")
+		return
+	case len(reqid) == 0 || len(reqid) > maxReqIDLen:
+		c.out.Err("reqid must be 1 to 64 bytes")
+		return
+	}
+	req := lockmod.HoldRequest{Lock: string(lock), Key: string(key), ReqID: string(reqid), TTL: 10 * time.Second}
+	var seen [3]bool
+	for i := 4; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.syntaxError()
+			return
+		}
+		var msg string
+		switch opt := strings.ToLower(string(args[i])); {
+		case opt == "ttl" && !seen[0]:
+			seen[0] = true
+			req.TTL, msg = msArg("ttl", args[i+1], minTTL, maxTTL)
+		case opt == "wait" && !seen[1]:
+			seen[1] = true
+			req.Wait, msg = msArg("wait", args[i+1], 0, maxWait)
+			req.HasWait = true
+		case opt == "maxhold" && !seen[2]:
+			seen[2] = true
+			req.MaxHold, msg = msArg("maxhold", args[i+1], minMaxHold, maxMaxHold)
+		default:
+			c.syntaxError()
+			return
+		}
+		if msg != "" {
+			c.out.Err(msg)
+			return
+		}
+	}
+	t := c.srv.locks.Hold(req)
+	select {
+	case <-t.Done():
+	default:
+		w := c.watchGone()
+		select {
+		case <-t.Done():
+		case <-w.Gone():
+			// Never grant to a request whose client is known gone; should
+			// the grant have won the race, the lease stays live for a
+			// retry with the same reqid (LOCK-03) or runs out.
+			t.Abandon()
+		}
+		w.stop(c)
+		select {
+		case <-t.Done():
+		default:
+			return // the client is gone: nobody to answer
+		}
+	}
+	g, err := t.Result()
+	switch {
+	case errors.Is(err, lockmod.ErrNotGranted):
+		c.out.NullArray()
+	case err != nil:
+		c.lockError(err)
+	default:
+		c.out.Array(3)
+		c.out.BulkString(g.LeaseID)
+		c.out.Int(int64(g.Fence))
+		c.out.Int(ms(g.TTLLeft))
+	}
+}
+
+// cmdLockRenew is LOCK.RENEW leaseid [TTL ms].
+func cmdLockRenew(c *Conn, args [][]byte) {
+	var ttl time.Duration
+	switch len(args) {
+	case 2:
+	case 4:
+		if !strings.EqualFold(string(args[2]), "ttl") {
+			c.syntaxError()
+			return
+		}
+		var msg string
+		if ttl, msg = msArg("ttl", args[3], minTTL, maxTTL); msg != "" {
+			c.out.Err(msg)
+			return
+		}
+	default:
+		c.syntaxError()
+		return
+	}
+	left, err := c.srv.locks.Renew(string(args[1]), ttl)
+	if err != nil {
+		c.lockError(err)
+		return
+	}
+	c.out.Int(ms(left))
+}
+
+func cmdLockRelease(c *Conn, args [][]byte) {
+	if err := c.srv.locks.Release(string(args[1])); err != nil {
+		c.lockError(err)
+		return
+	}
+	c.out.Int(1)
+}
+
+// cmdLockInfo never shows a lease id (LOCK-04: the id is the holder's secret).
+func cmdLockInfo(c *Conn, args [][]byte) {
+	info, ok := c.srv.locks.Info(string(args[1]), string(args[2]))
+	if !ok {
+		c.out.NullArray()
+		return
+	}
+	c.out.Array(10)
+	c.out.BulkString("fence")
+	c.out.Int(int64(info.Fence))
+	c.out.BulkString("ttl")
+	c.out.Int(ms(info.TTL))
+	c.out.BulkString("held")
+	c.out.Int(ms(info.Held))
+	c.out.BulkString("maxhold")
+	c.out.Int(ms(info.MaxHold))
+	c.out.BulkString("waiters")
+	c.out.Int(int64(info.Waiters))
+}
+
+func cmdLockRevoke(c *Conn, args [][]byte) {
+	revoked := c.srv.locks.Revoke(string(args[1]), string(args[2]))
+	if revoked {
+		c.srv.log.Info("lease revoked by admin", "lock", string(args[1]), "key", string(args[2]), "client", c.addr)
+	}
+	c.out.Bool(revoked)
+}

@@ -1,0 +1,483 @@
+package resp
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/match"
+)
+
+// Server commands: INFO, COMMAND, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, TIME,
+// SHUTDOWN.
+
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace", "locks"}
+
+func cmdInfo(c *Conn, args [][]byte) {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		switch s := strings.ToLower(string(a)); s {
+		case "all", "everything", "default":
+			for _, name := range infoSections {
+				want[name] = true
+			}
+		default:
+			want[s] = true
+		}
+	}
+	if len(want) == 0 {
+		for _, name := range infoSections {
+			want[name] = true
+		}
+	}
+	var b strings.Builder
+	for _, name := range infoSections {
+		if !want[name] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
+		for _, f := range c.srv.info(name) {
+			b.WriteString(f[0] + ":" + f[1] + "\r\n")
+		}
+	}
+	c.out.BulkString(b.String())
+}
+
+// info is one INFO section as field/value pairs.
+func (s *Server) info(section string) [][2]string {
+	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	switch section {
+	case "server":
+		up := time.Since(s.start)
+		port := ""
+		if a := s.Addr(); a != nil {
+			if _, p, err := splitHostPort(a.String()); err == nil {
+				port = p
+			}
+		}
+		return [][2]string{
+			{"redis_version", RedisVersion},
+			{"tenure_version", Version},
+			{"redis_mode", "standalone"},
+			{"os", runtime.GOOS + " " + runtime.GOARCH},
+			{"arch_bits", "64"},
+			{"go_version", runtime.Version()},
+			{"process_id", strconv.Itoa(os.Getpid())},
+			{"tcp_port", port},
+			{"uptime_in_seconds", i(int64(up.Seconds()))},
+			{"uptime_in_days", i(int64(up.Hours() / 24))},
+		}
+	case "clients":
+		s.mu.Lock()
+		n := len(s.conns)
+		s.mu.Unlock()
+		return [][2]string{
+			{"connected_clients", strconv.Itoa(n)},
+			{"maxclients", i(s.maxClients.Load())},
+			{"blocked_clients", i(s.stats.blocked.Load())},
+		}
+	case "memory":
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return [][2]string{
+			{"used_memory", u(m.HeapAlloc)},
+			{"used_memory_human", humanBytes(m.HeapAlloc)},
+			{"used_memory_sys", u(m.Sys)},
+			{"go_heap_objects", u(m.HeapObjects)},
+			{"go_num_gc", u(uint64(m.NumGC))},
+		}
+	case "persistence":
+		st := s.store.Stats()
+		return [][2]string{
+			{"loading", "0"},
+			{"appendonly", "1"},
+			{"appendfsync", s.cfg.Fsync.String()},
+			{"disk_bytes", u(st.DiskUsage)},
+		}
+	case "stats":
+		st := s.store.Stats()
+		return [][2]string{
+			{"total_connections_received", i(s.stats.connectionsTotal.Load())},
+			{"total_commands_processed", i(s.stats.commandsTotal.Load())},
+			{"rejected_connections", i(s.stats.rejectedConns.Load())},
+			{"expired_keys", i(st.ExpiredTotal)},
+			{"auth_failures", i(s.stats.authFailures.Load())},
+		}
+	case "keyspace":
+		st := s.store.Stats()
+		if st.Keys == 0 {
+			return nil
+		}
+		return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", st.Keys, st.KeysWithExpiry)}}
+	case "locks":
+		st := s.locks.Stats()
+		return [][2]string{
+			{"epoch", u(st.Epoch)},
+			{"leases", i(int64(st.Leases))},
+			{"waiters", i(int64(st.Waiters))},
+			{"grants_total", u(st.GrantsTotal)},
+			{"renewals_total", u(st.RenewalsTotal)},
+			{"released_total", u(st.ReleasedTotal)},
+			{"expired_total", u(st.ExpiredTotal)},
+			{"revoked_total", u(st.RevokedTotal)},
+		}
+	}
+	return nil
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}
+
+func splitHostPort(addr string) (string, string, error) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return "", "", fmt.Errorf("no port in %q", addr)
+	}
+	return addr[:i], addr[i+1:], nil
+}
+
+// The COMMAND family describes the command table itself.
+
+func cmdCommand(c *Conn, args [][]byte) {
+	if len(args) > 1 {
+		c.out.Err(fmt.Sprintf("unknown subcommand '%.128s'. Try COMMAND HELP.", args[1]))
+		return
+	}
+	names := c.srv.commandNames()
+	c.out.Array(len(names))
+	for _, n := range names {
+		c.writeCommandInfo(c.srv.table[n])
+	}
+}
+
+func cmdCommandCount(c *Conn, args [][]byte) { c.out.Int(int64(len(c.srv.table))) }
+
+func cmdCommandList(c *Conn, args [][]byte) {
+	if len(args) > 2 {
+		// FILTERBY MODULE|ACLCAT|PATTERN: only PATTERN has meaning here.
+		if len(args) != 5 || !strings.EqualFold(string(args[2]), "filterby") {
+			c.syntaxError()
+			return
+		}
+		if !strings.EqualFold(string(args[3]), "pattern") {
+			c.out.Array(0)
+			return
+		}
+		var names []string
+		for _, n := range c.srv.commandNames() {
+			if match.Match(n, strings.ToLower(string(args[4]))) {
+				names = append(names, n)
+			}
+		}
+		c.out.BulkStrings(names...)
+		return
+	}
+	c.out.BulkStrings(c.srv.commandNames()...)
+}
+
+func cmdCommandInfo(c *Conn, args [][]byte) {
+	if len(args) == 2 {
+		cmdCommand(c, args[:1])
+		return
+	}
+	c.out.Array(len(args) - 2)
+	for _, a := range args[2:] {
+		if cmd := lookupPath(c.srv.table, a); cmd != nil {
+			c.writeCommandInfo(cmd)
+		} else {
+			c.out.NullArray()
+		}
+	}
+}
+
+func cmdCommandDocs(c *Conn, args [][]byte) {
+	var cmds []*Command
+	if len(args) == 2 {
+		for _, n := range c.srv.commandNames() {
+			cmds = append(cmds, c.srv.table[n])
+		}
+	} else {
+		for _, a := range args[2:] {
+			if cmd := lookupPath(c.srv.table, a); cmd != nil {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	c.out.Array(2 * len(cmds))
+	for _, cmd := range cmds {
+		c.out.BulkString(cmd.Name)
+		c.writeCommandDocs(cmd)
+	}
+}
+
+func (c *Conn) writeCommandDocs(cmd *Command) {
+	n := 6
+	if cmd.Subcommands != nil {
+		n += 2
+	}
+	c.out.Array(n)
+	c.out.BulkString("summary")
+	c.out.BulkString(cmd.Summary)
+	c.out.BulkString("since")
+	c.out.BulkString("1.0.0")
+	c.out.BulkString("group")
+	c.out.BulkString(commandGroup(cmd))
+	if cmd.Subcommands != nil {
+		c.out.BulkString("subcommands")
+		subs := sortedNames(cmd.Subcommands)
+		c.out.Array(2 * len(subs))
+		for _, s := range subs {
+			c.out.BulkString(cmd.Subcommands[s].Name)
+			c.writeCommandDocs(cmd.Subcommands[s])
+		}
+	}
+}
+
+func commandGroup(cmd *Command) string {
+	if strings.HasPrefix(cmd.Name, "lock.") {
+		return "module"
+	}
+	switch cmd.Name {
+	case "ping", "echo", "hello", "auth", "quit", "select", "reset", "client":
+		return "connection"
+	case "info", "command", "config", "dbsize", "flushdb", "flushall", "time", "shutdown":
+		return "server"
+	case "del", "unlink", "exists", "expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "persist", "type", "keys", "scan", "rename", "renamenx":
+		return "generic"
+	}
+	return "string"
+}
+
+// lookupPath finds "name" or "name|sub".
+func lookupPath(table map[string]*Command, path []byte) *Command {
+	name, sub, hasSub := strings.Cut(strings.ToLower(string(path)), "|")
+	cmd := table[name]
+	if cmd == nil || !hasSub {
+		return cmd
+	}
+	return cmd.Subcommands[sub]
+}
+
+// writeCommandInfo writes Redis 7's ten-element COMMAND INFO entry.
+func (c *Conn) writeCommandInfo(cmd *Command) {
+	c.out.Array(10)
+	c.out.BulkString(cmd.Name)
+	c.out.Int(int64(cmd.Arity))
+	var flags []string
+	switch cmd.Role {
+	case RoleRead:
+		flags = append(flags, "readonly")
+	case RoleWrite:
+		flags = append(flags, "write")
+	case RoleAdmin:
+		flags = append(flags, "admin")
+	}
+	for _, f := range []struct {
+		flag Flags
+		name string
+	}{{FlagNoAuth, "noauth"}, {FlagBlocking, "blocking"}, {FlagFast, "fast"}} {
+		if cmd.Flags&f.flag != 0 {
+			flags = append(flags, f.name)
+		}
+	}
+	c.out.Array(len(flags))
+	for _, f := range flags {
+		c.out.Status(f)
+	}
+	c.out.Int(int64(cmd.FirstKey))
+	c.out.Int(int64(cmd.LastKey))
+	c.out.Int(int64(cmd.Step))
+	c.out.Array(0) // ACL categories
+	c.out.Array(0) // tips
+	c.out.Array(0) // key specs
+	subs := sortedNames(cmd.Subcommands)
+	c.out.Array(len(subs))
+	for _, s := range subs {
+		c.writeCommandInfo(cmd.Subcommands[s])
+	}
+}
+
+func (s *Server) commandNames() []string { return sortedNames(s.table) }
+
+func sortedNames(m map[string]*Command) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// CONFIG: the settings this server has. save and appendonly answer what
+// redis-benchmark asks at start, so it prints no warning.
+
+func (s *Server) configValues() [][2]string {
+	host, port := "", ""
+	if a := s.Addr(); a != nil {
+		host, port, _ = splitHostPort(a.String())
+	}
+	level := "info"
+	if s.cfg.LogLevel != nil {
+		level = strings.ToLower(s.cfg.LogLevel.Level().String())
+	}
+	return [][2]string{
+		{"bind", host},
+		{"port", port},
+		{"dir", s.cfg.Dir},
+		{"appendonly", "yes"},
+		{"appendfsync", s.cfg.Fsync.String()},
+		{"save", ""},
+		{"databases", "1"},
+		{"maxclients", strconv.FormatInt(s.maxClients.Load(), 10)},
+		{"proto-max-bulk-len", strconv.FormatInt(s.cfg.Limits.MaxBulkLen, 10)},
+		{"timeout", "0"},
+		{"loglevel", level},
+	}
+}
+
+func cmdConfigGet(c *Conn, args [][]byte) {
+	var out []string
+	for _, v := range c.srv.configValues() {
+		for _, p := range args[2:] {
+			if match.Match(v[0], strings.ToLower(string(p))) {
+				out = append(out, v[0], v[1])
+				break
+			}
+		}
+	}
+	c.out.BulkStrings(out...)
+}
+
+func cmdConfigSet(c *Conn, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.wrongArity("config|set")
+		return
+	}
+	// Check every pair before applying any, as Redis does.
+	var apply []func()
+	for i := 2; i < len(args); i += 2 {
+		name, val := strings.ToLower(string(args[i])), string(args[i+1])
+		bad := func() {
+			c.out.Err(fmt.Sprintf("CONFIG SET failed (possibly related to argument '%s') - argument couldn't be parsed into an integer", name))
+		}
+		switch name {
+		case "maxclients":
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || n < 1 {
+				bad()
+				return
+			}
+			apply = append(apply, func() { c.srv.maxClients.Store(n) })
+		case "loglevel":
+			var l slog.Level
+			switch strings.ToLower(val) {
+			case "debug":
+				l = slog.LevelDebug
+			case "info", "verbose", "notice":
+				l = slog.LevelInfo
+			case "warn", "warning":
+				l = slog.LevelWarn
+			case "error":
+				l = slog.LevelError
+			default:
+				c.out.Err(fmt.Sprintf("CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, info, warn, error"))
+				return
+			}
+			if c.srv.cfg.LogLevel != nil {
+				apply = append(apply, func() { c.srv.cfg.LogLevel.Set(l) })
+			}
+		default:
+			c.out.Err(fmt.Sprintf("Unknown option or number of arguments for CONFIG SET - '%s'", args[i]))
+			return
+		}
+	}
+	for _, f := range apply {
+		f()
+	}
+	c.out.OK()
+}
+
+func cmdConfigResetStat(c *Conn, args [][]byte) {
+	st := &c.srv.stats
+	st.connectionsTotal.Store(0)
+	st.commandsTotal.Store(0)
+	st.rejectedConns.Store(0)
+	st.authFailures.Store(0)
+	c.out.OK()
+}
+
+func cmdConfigHelp(c *Conn, args [][]byte) {
+	c.out.BulkStrings(
+		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+		"SET <directive> <value>", "    Set the configuration <directive> to <value> (maxclients, loglevel).",
+		"RESETSTAT", "    Reset statistics reported by the INFO command.",
+		"HELP", "    Print this help.",
+	)
+}
+
+func cmdDBSize(c *Conn, args [][]byte) {
+	n, err := c.srv.store.DBSize()
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Int(n)
+}
+
+// cmdFlushAll empties the keyspace. Leases are not keys: they stay.
+func cmdFlushAll(c *Conn, args [][]byte) {
+	if len(args) > 2 || (len(args) == 2 && !strings.EqualFold(string(args[1]), "async") && !strings.EqualFold(string(args[1]), "sync")) {
+		c.syntaxError()
+		return
+	}
+	if err := c.srv.store.FlushAll(); err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.OK()
+}
+
+func cmdTime(c *Conn, args [][]byte) {
+	now := time.Now()
+	c.out.Array(2)
+	c.out.BulkInt(now.Unix())
+	c.out.BulkInt(int64(now.Nanosecond() / 1000))
+}
+
+// cmdShutdown closes the server cleanly. Like Redis, a successful SHUTDOWN
+// sends no reply: the connection just closes.
+func cmdShutdown(c *Conn, args [][]byte) {
+	for _, a := range args[1:] {
+		switch strings.ToLower(string(a)) {
+		case "nosave", "save", "now", "force":
+		case "abort":
+			c.out.Err("There is no shutdown in progress.")
+			return
+		default:
+			c.syntaxError()
+			return
+		}
+	}
+	c.srv.log.Info("shutdown requested", "client", c.addr)
+	c.closing = true
+	c.srv.requestShutdown()
+}

@@ -1,0 +1,158 @@
+package resp
+
+// Role is what a connection is admitted to do (SPEC §5). Each role allows
+// what the one before it does.
+type Role uint8
+
+const (
+	RoleNone  Role = iota // not authenticated: AUTH, HELLO, PING, QUIT only
+	RoleRead              // GET, SCAN, LOCK.INFO, INFO, …
+	RoleWrite             // + SET, DEL, LOCK.HOLD/RENEW/RELEASE, …
+	RoleAdmin             // + LOCK.REVOKE, FLUSHALL, CONFIG SET, SHUTDOWN, CLIENT KILL
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleRead:
+		return "read"
+	case RoleWrite:
+		return "write"
+	case RoleAdmin:
+		return "admin"
+	}
+	return "none"
+}
+
+// Flags describe a command for COMMAND INFO and for dispatch.
+type Flags uint16
+
+const (
+	FlagNoAuth   Flags = 1 << iota // may run before authentication
+	FlagBlocking                   // may block its connection (LOCK.HOLD)
+	FlagFast                       // O(1) or O(log N)
+	FlagLoading                    // allowed while loading
+	FlagStale
+)
+
+// Command is one row of the command table, as in Redis's commands/*.json:
+// arity and role are checked once, in dispatch, never in handlers.
+type Command struct {
+	Name  string // lowercase; "client|list" for a subcommand
+	Arity int    // exact when positive, a minimum when negative; counts the name
+	Role  Role   // the least role that may run it
+	Flags Flags
+	// FirstKey, LastKey and Step locate key arguments, for COMMAND INFO.
+	FirstKey, LastKey, Step int
+	Handler                 func(c *Conn, args [][]byte)
+	// Subcommands, when set, dispatch on args[1] (CLIENT, CONFIG, COMMAND).
+	Subcommands map[string]*Command
+	Summary     string
+}
+
+// keys is a helper for table rows: key positions for COMMAND INFO.
+func keys(first, last, step int) func(*Command) {
+	return func(c *Command) { c.FirstKey, c.LastKey, c.Step = first, last, step }
+}
+
+// commandTable builds the table. Adding a command touches this list and
+// the handler's file, nothing else.
+func commandTable() map[string]*Command {
+	t := map[string]*Command{}
+	add := func(name string, arity int, role Role, flags Flags, h func(*Conn, [][]byte), summary string, opts ...func(*Command)) *Command {
+		c := &Command{Name: name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary}
+		for _, o := range opts {
+			o(c)
+		}
+		t[name] = c
+		return c
+	}
+	sub := func(parent *Command, name string, arity int, role Role, flags Flags, h func(*Conn, [][]byte), summary string) {
+		if parent.Subcommands == nil {
+			parent.Subcommands = map[string]*Command{}
+		}
+		parent.Subcommands[name] = &Command{Name: parent.Name + "|" + name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary}
+	}
+
+	// connection: resp/conn.go
+	add("ping", -1, RoleRead, FlagNoAuth|FlagFast, cmdPing, "Returns the server's liveliness response.")
+	add("echo", 2, RoleRead, FlagFast, cmdEcho, "Returns the given string.")
+	add("hello", -1, RoleRead, FlagNoAuth|FlagFast, cmdHello, "Handshakes with the server (protocol 2 only).")
+	add("auth", -2, RoleRead, FlagNoAuth|FlagFast, cmdAuth, "Authenticates the connection.")
+	add("quit", -1, RoleRead, FlagNoAuth|FlagFast, cmdQuit, "Closes the connection.")
+	add("select", 2, RoleRead, FlagFast, cmdSelect, "Changes the selected database (0 only).")
+	add("reset", 1, RoleRead, FlagNoAuth|FlagFast, cmdReset, "Resets the connection.")
+	client := add("client", -2, RoleRead, 0, nil, "A container for client connection commands.")
+	sub(client, "id", 2, RoleRead, FlagFast, cmdClientID, "Returns the unique client ID of the connection.")
+	sub(client, "setname", 3, RoleRead, FlagFast, cmdClientSetName, "Sets the connection name.")
+	sub(client, "getname", 2, RoleRead, FlagFast, cmdClientGetName, "Returns the name of the connection.")
+	sub(client, "setinfo", 4, RoleRead, FlagFast, cmdClientSetInfo, "Sets information specific to the client or connection.")
+	sub(client, "info", 2, RoleRead, 0, cmdClientInfo, "Returns information about the connection.")
+	sub(client, "list", -2, RoleAdmin, 0, cmdClientList, "Lists open connections.")
+	sub(client, "kill", -3, RoleAdmin, 0, cmdClientKill, "Terminates open connections.")
+	sub(client, "help", 2, RoleRead, 0, cmdClientHelp, "Returns helpful text about the different subcommands.")
+
+	// server: resp/server_cmds.go
+	add("info", -1, RoleRead, 0, cmdInfo, "Returns information and statistics about the server.")
+	command := add("command", -1, RoleRead, 0, cmdCommand, "Returns detailed information about all commands.")
+	sub(command, "count", 2, RoleRead, 0, cmdCommandCount, "Returns a count of commands.")
+	sub(command, "info", -2, RoleRead, 0, cmdCommandInfo, "Returns information about one, multiple or all commands.")
+	sub(command, "docs", -2, RoleRead, 0, cmdCommandDocs, "Returns documentary information about one, multiple or all commands.")
+	sub(command, "list", -2, RoleRead, 0, cmdCommandList, "Returns a list of command names.")
+	config := add("config", -2, RoleRead, 0, nil, "A container for server configuration commands.")
+	sub(config, "get", -3, RoleRead, 0, cmdConfigGet, "Returns the effective values of configuration parameters.")
+	sub(config, "set", -4, RoleAdmin, 0, cmdConfigSet, "Sets configuration parameters in-flight.")
+	sub(config, "resetstat", 2, RoleAdmin, 0, cmdConfigResetStat, "Resets the server's statistics.")
+	sub(config, "help", 2, RoleRead, 0, cmdConfigHelp, "Returns helpful text about the different subcommands.")
+	add("dbsize", 1, RoleRead, FlagFast, cmdDBSize, "Returns the number of keys in the database.")
+	add("flushdb", -1, RoleAdmin, 0, cmdFlushAll, "Removes all keys from the current database.")
+	add("flushall", -1, RoleAdmin, 0, cmdFlushAll, "Removes all keys from all databases.")
+	add("time", 1, RoleRead, FlagFast, cmdTime, "Returns the server time.")
+	add("shutdown", -1, RoleAdmin, 0, cmdShutdown, "Stops the server cleanly.")
+
+	// strings: resp/strings.go
+	add("get", 2, RoleRead, FlagFast, cmdGet, "Returns the string value of a key.", keys(1, 1, 1))
+	add("set", -3, RoleWrite, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1))
+	add("setnx", 3, RoleWrite, FlagFast, cmdSetNX, "Set the string value of a key only when the key doesn't exist.", keys(1, 1, 1))
+	add("setex", 4, RoleWrite, 0, cmdSetEX, "Sets the string value and expiration time of a key.", keys(1, 1, 1))
+	add("psetex", 4, RoleWrite, 0, cmdPSetEX, "Sets both string value and expiration time in milliseconds of a key.", keys(1, 1, 1))
+	add("getset", 3, RoleWrite, FlagFast, cmdGetSet, "Returns the previous string value of a key after setting it to a new value.", keys(1, 1, 1))
+	add("getdel", 2, RoleWrite, FlagFast, cmdGetDel, "Returns the string value of a key after deleting the key.", keys(1, 1, 1))
+	add("getex", -2, RoleWrite, FlagFast, cmdGetEx, "Returns the string value of a key after setting its expiration time.", keys(1, 1, 1))
+	add("mget", -2, RoleRead, FlagFast, cmdMGet, "Atomically returns the string values of one or more keys.", keys(1, -1, 1))
+	add("mset", -3, RoleWrite, 0, cmdMSet, "Atomically creates or modifies the string values of one or more keys.", keys(1, -1, 2))
+	add("msetnx", -3, RoleWrite, 0, cmdMSetNX, "Atomically modifies the string values of one or more keys only when all keys don't exist.", keys(1, -1, 2))
+	add("incr", 2, RoleWrite, FlagFast, cmdIncr, "Increments the integer value of a key by one.", keys(1, 1, 1))
+	add("decr", 2, RoleWrite, FlagFast, cmdDecr, "Decrements the integer value of a key by one.", keys(1, 1, 1))
+	add("incrby", 3, RoleWrite, FlagFast, cmdIncrBy, "Increments the integer value of a key by a number.", keys(1, 1, 1))
+	add("decrby", 3, RoleWrite, FlagFast, cmdDecrBy, "Decrements a number from the integer value of a key.", keys(1, 1, 1))
+	add("incrbyfloat", 3, RoleWrite, FlagFast, cmdIncrByFloat, "Increment the floating point value of a key by a number.", keys(1, 1, 1))
+	add("append", 3, RoleWrite, FlagFast, cmdAppend, "Appends a string to the value of a key.", keys(1, 1, 1))
+	add("strlen", 2, RoleRead, FlagFast, cmdStrLen, "Returns the length of a string value.", keys(1, 1, 1))
+	add("getrange", 4, RoleRead, 0, cmdGetRange, "Returns a substring of the string stored at a key.", keys(1, 1, 1))
+	add("setrange", 4, RoleWrite, 0, cmdSetRange, "Overwrites a part of a string value with another by an offset.", keys(1, 1, 1))
+
+	// keys: resp/keys.go
+	add("del", -2, RoleWrite, 0, cmdDel, "Deletes one or more keys.", keys(1, -1, 1))
+	add("unlink", -2, RoleWrite, FlagFast, cmdDel, "Asynchronously deletes one or more keys.", keys(1, -1, 1))
+	add("exists", -2, RoleRead, FlagFast, cmdExists, "Determines whether one or more keys exist.", keys(1, -1, 1))
+	add("expire", -3, RoleWrite, FlagFast, cmdExpire, "Sets the expiration time of a key in seconds.", keys(1, 1, 1))
+	add("pexpire", -3, RoleWrite, FlagFast, cmdPExpire, "Sets the expiration time of a key in milliseconds.", keys(1, 1, 1))
+	add("expireat", -3, RoleWrite, FlagFast, cmdExpireAt, "Sets the expiration time of a key to a Unix timestamp.", keys(1, 1, 1))
+	add("pexpireat", -3, RoleWrite, FlagFast, cmdPExpireAt, "Sets the expiration time of a key to a Unix milliseconds timestamp.", keys(1, 1, 1))
+	add("ttl", 2, RoleRead, FlagFast, cmdTTL, "Returns the expiration time in seconds of a key.", keys(1, 1, 1))
+	add("pttl", 2, RoleRead, FlagFast, cmdPTTL, "Returns the expiration time in milliseconds of a key.", keys(1, 1, 1))
+	add("persist", 2, RoleWrite, FlagFast, cmdPersist, "Removes the expiration time of a key.", keys(1, 1, 1))
+	add("type", 2, RoleRead, FlagFast, cmdType, "Determines the type of value stored at a key.", keys(1, 1, 1))
+	add("keys", 2, RoleRead, 0, cmdKeys, "Returns all key names that match a pattern.")
+	add("scan", -2, RoleRead, 0, cmdScan, "Iterates over the key names in the database.")
+	add("rename", 3, RoleWrite, 0, cmdRename, "Renames a key and overwrites the destination.", keys(1, 2, 1))
+	add("renamenx", 3, RoleWrite, FlagFast, cmdRenameNX, "Renames a key only when the target key name doesn't exist.", keys(1, 2, 1))
+
+	// locks: resp/locks.go
+	add("lock.hold", -4, RoleWrite, FlagBlocking, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.")
+	add("lock.renew", -2, RoleWrite, FlagFast, cmdLockRenew, "Moves a lease's deadline to now + ttl.")
+	add("lock.release", 2, RoleWrite, FlagFast, cmdLockRelease, "Ends a lease now; the next in line is granted.")
+	add("lock.info", 3, RoleRead, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.")
+	add("lock.revoke", 3, RoleAdmin, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.")
+	return t
+}
