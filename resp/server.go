@@ -96,7 +96,7 @@ func Open(cfg Config) (*Server, error) {
 	store, err := kv.Open(cfg.Dir, kv.Options{
 		FS:          cfg.FS,
 		Fsync:       cfg.Fsync,
-		Logger:      cfg.Logger.With("component", "pebble"),
+		Logger:      cfg.Logger,
 		MaxValueLen: cfg.Limits.MaxBulkLen,
 	})
 	if err != nil {
