@@ -3,12 +3,13 @@ package lockmod
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
 
 // SPEC §3, LOCK.HOLD replies, one case a row.
-func TestHoldReplies(t *testing.T) {
+func TestSPEC3_HoldReplies(t *testing.T) {
 	t.Run("granted", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		g := h.granted("l", "k", "r", ttl(30*sec))
@@ -120,7 +121,7 @@ func TestHoldReplies(t *testing.T) {
 	})
 }
 
-func TestRenew(t *testing.T) {
+func TestSPEC3_Renew(t *testing.T) {
 	t.Run("default ttl is the granted one", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		g := h.granted("l", "k", "r", ttl(3*sec))
@@ -178,7 +179,7 @@ func TestRenew(t *testing.T) {
 	})
 }
 
-func TestRelease(t *testing.T) {
+func TestSPEC3_Release(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	w := h.hold("l", "k", "b")
@@ -200,7 +201,7 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-func TestRevoke(t *testing.T) {
+func TestSPEC3_Revoke(t *testing.T) {
 	h := newHarness(t, Config{})
 	if h.m.Revoke("l", "k") {
 		t.Fatal("revoked a free key")
@@ -222,7 +223,7 @@ func TestRevoke(t *testing.T) {
 	}
 }
 
-func TestInfo(t *testing.T) {
+func TestSPEC3_Info(t *testing.T) {
 	h := newHarness(t, Config{})
 	if _, ok := h.m.Info("l", "k"); ok {
 		t.Fatal("free key shown")
@@ -247,7 +248,7 @@ func TestInfo(t *testing.T) {
 	}
 }
 
-func TestInfo_FreeKeyWithLingeringPlaces(t *testing.T) {
+func TestSPEC3_InfoFreeKeyWithLingeringPlaces(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	w1 := h.hold("l", "k", "b")
@@ -268,7 +269,7 @@ func TestInfo_FreeKeyWithLingeringPlaces(t *testing.T) {
 }
 
 // SPEC §4: every reason, as its text and as ErrLost.
-func TestReasons(t *testing.T) {
+func TestSPEC4_Reasons(t *testing.T) {
 	for _, reason := range []string{ReasonExpired, ReasonMaxHold, ReasonAdmin, ReasonReleased, ReasonUnknownLease} {
 		err := error(&LostError{Reason: reason})
 		if err.Error() != reason || !errors.Is(err, ErrLost) || errors.Is(err, ErrNotGranted) {
@@ -285,7 +286,7 @@ func TestReasons(t *testing.T) {
 	}
 }
 
-func TestLinger_ResumeWithinLinger(t *testing.T) {
+func TestSPEC3_LingerResumeWithinLinger(t *testing.T) {
 	h := newHarness(t, Config{Linger: 2 * sec})
 	g := h.granted("l", "k", "a")
 	b := h.hold("l", "k", "b", wait(sec))
@@ -300,7 +301,7 @@ func TestLinger_ResumeWithinLinger(t *testing.T) {
 	mustWait(t, c)
 }
 
-func TestLinger_ExpiryForgetsThePlace(t *testing.T) {
+func TestSPEC3_LingerExpiryForgetsThePlace(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	b := h.hold("l", "k", "b", wait(sec))
@@ -318,7 +319,7 @@ func TestLinger_ExpiryForgetsThePlace(t *testing.T) {
 	mustGrant(t, b)
 }
 
-func TestLinger_PassedOverNeverGranted(t *testing.T) {
+func TestSPEC3_LingerPassedOverNeverGranted(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	b := h.hold("l", "k", "b", wait(sec))
@@ -342,7 +343,7 @@ func TestLinger_PassedOverNeverGranted(t *testing.T) {
 	mustWait(t, e)
 }
 
-func TestLinger_ResumeOnFreeKeyGrantsAtOnce(t *testing.T) {
+func TestSPEC3_LingerResumeOnFreeKeyGrantsAtOnce(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	b := h.hold("l", "k", "b", wait(sec))
@@ -358,7 +359,7 @@ func TestLinger_ResumeOnFreeKeyGrantsAtOnce(t *testing.T) {
 	}
 }
 
-func TestLinger_ResumeWithWait0StaysLingering(t *testing.T) {
+func TestSPEC3_LingerResumeWithWait0StaysLingering(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	b := h.hold("l", "k", "b", wait(sec))
@@ -375,7 +376,7 @@ func TestLinger_ResumeWithWait0StaysLingering(t *testing.T) {
 	mustWait(t, c)
 }
 
-func TestAbandon_NeverGranted(t *testing.T) {
+func TestSPEC3_AbandonNeverGranted(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	b := h.hold("l", "k", "b")
@@ -394,7 +395,7 @@ func TestAbandon_NeverGranted(t *testing.T) {
 	}
 }
 
-func TestAbandon_ResumeWithinLinger(t *testing.T) {
+func TestSPEC3_AbandonResumeWithinLinger(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	b := h.hold("l", "k", "b")
@@ -407,7 +408,7 @@ func TestAbandon_ResumeWithinLinger(t *testing.T) {
 	mustWait(t, c)
 }
 
-func TestAbandon_AfterGrantLeavesTheLease(t *testing.T) {
+func TestSPEC3_AbandonAfterGrantLeavesTheLease(t *testing.T) {
 	h := newHarness(t, Config{})
 	tk := h.hold("l", "k", "a")
 	g := mustGrant(t, tk)
@@ -478,7 +479,7 @@ func TestStats(t *testing.T) {
 }
 
 // Memory is bounded: once every window has passed, nothing is remembered.
-func TestMemoryForgetsEverything(t *testing.T) {
+func TestLOCK03_LOCK05_MemoryForgetsEverything(t *testing.T) {
 	h := newHarness(t, Config{})
 	for i := range 2000 {
 		key := fmt.Sprint(i % 13)
@@ -514,4 +515,18 @@ func TestMemoryForgetsEverything(t *testing.T) {
 	if p := h.clock.Pending(); p != 0 {
 		t.Fatalf("%d timers armed with nothing to do", p)
 	}
+}
+
+func TestHugeDurationsDoNotWrap(t *testing.T) {
+	h := newHarness(t, Config{})
+	forever := time.Duration(math.MaxInt64)
+	g := h.granted("l", "k", "a", ttl(forever), maxHold(forever))
+	w := h.hold("l", "k", "b", wait(forever))
+	h.advance(24 * time.Hour)
+	mustWait(t, w)
+	if left, err := h.m.Renew(g.LeaseID, forever); err != nil || left <= 0 {
+		t.Fatalf("renew: %v %v", left, err)
+	}
+	h.m.Release(g.LeaseID)
+	mustGrant(t, w)
 }

@@ -383,7 +383,7 @@ func TestLOCK06_ExpiryGrantsNextWaiterAtTheDeadline(t *testing.T) {
 // stuckClock never fires its timers: a stand-in for a late timer.
 type stuckClock struct{ fake *FakeClock }
 
-func (c stuckClock) Now() time.Time                          { return c.fake.Now() }
+func (c stuckClock) Now() time.Time                        { return c.fake.Now() }
 func (c stuckClock) AfterFunc(time.Duration, func()) Timer { return stuckTimer{} }
 
 type stuckTimer struct{}
@@ -500,7 +500,7 @@ func TestLOCK08_RetryKeepsOriginalPlace(t *testing.T) {
 
 // The concurrent test runs real goroutines against the system clock, so that
 // -race sees the timer callback beside callers.
-func TestLOCK01_Concurrent(t *testing.T) {
+func TestLOCK01_ConcurrentSystemClock(t *testing.T) {
 	m := New(Config{})
 	defer m.Close()
 	var (
@@ -557,4 +557,60 @@ func TestLOCK01_Concurrent(t *testing.T) {
 	if err := checkInvariants(m); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// prefixClash is a random source whose ids share their first 64 bits with
+// the previous id's every other draw.
+type prefixClash struct{ n byte }
+
+func (c *prefixClash) Read(b []byte) (int, error) {
+	c.n++
+	for i := range b {
+		b[i] = c.n / 2 // draws 2k-1 and 2k give the same 16 bytes
+	}
+	b[15] = c.n // but differ in the last byte
+	return len(b), nil
+}
+
+func TestLOCK04_IDPrefixClashDrawsAgain(t *testing.T) {
+	h := newHarness(t, Config{Rand: &prefixClash{n: 1}})
+	g1 := h.granted("l", "k1", "r1")
+	g2 := h.granted("l", "k2", "r2")
+	if g1.LeaseID[:16] == g2.LeaseID[:16] {
+		t.Fatalf("two remembered leases share a 64-bit prefix: %s %s", g1.LeaseID, g2.LeaseID)
+	}
+	for _, g := range []Grant{g1, g2} {
+		if left, err := h.m.Renew(g.LeaseID, 0); err != nil || left != 10*sec {
+			t.Fatalf("renew %s: %v %v", g.LeaseID, left, err)
+		}
+	}
+	// An id that shares a live lease's first 64 bits is still unknown.
+	other := g1.LeaseID[:16] + "ffffffffffffffff"
+	_, err := h.m.Renew(other, 0)
+	mustLost(t, err, ReasonUnknownLease)
+}
+
+func TestIndexSpill(t *testing.T) {
+	h := newHarness(t, Config{})
+	constant := func(string) uint64 { return 7 }
+	h.m.keys.hash, h.m.reqs.hash = constant, constant
+	var grants []Grant
+	for i := range 20 {
+		grants = append(grants, h.granted("l", strconv.Itoa(i), fmt.Sprint("r", i), ttl(time.Duration(i+1)*sec)))
+	}
+	for i, g := range grants {
+		if again := h.granted("l", strconv.Itoa(i), fmt.Sprint("r", i)); again.LeaseID != g.LeaseID {
+			t.Fatalf("retry %d found another lease", i)
+		}
+		mustFail(t, h.hold("l", "x", fmt.Sprint("r", i)), ErrReqIDInUse)
+	}
+	// Release from the middle and the front; the one in byHash goes first.
+	for _, i := range []int{0, 10, 5, 19, 1} {
+		h.m.Release(grants[i].LeaseID)
+		if err := checkInvariants(h.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.advance(time.Minute)
+	checkEmpty(t, h.m)
 }

@@ -127,86 +127,115 @@ func checkEmpty(t *testing.T, m *Manager) {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n := len(m.keys) + len(m.lines) + len(m.leases) + len(m.reqs) + len(m.events) + m.waiters; n != 0 {
+	if n := m.keys.len() + len(m.lines) + len(m.leases) + m.reqs.len() + len(m.events) + m.waiters; n != 0 {
 		t.Fatalf("manager not empty: keys %d lines %d leases %d reqs %d events %d waiters %d",
-			len(m.keys), len(m.lines), len(m.leases), len(m.reqs), len(m.events), m.waiters)
+			m.keys.len(), len(m.lines), len(m.leases), m.reqs.len(), len(m.events), m.waiters)
 	}
 }
 
 // checkInvariants walks the Manager's structures and insists they agree.
-func checkInvariants(m *Manager) error {
+func checkInvariants(m *Manager) (err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for name, r := range m.keys {
-		if r.phase != live || r.name != name || m.leases[r.id] != r || m.reqs[r.reqid] != r {
-			return fmt.Errorf("key %q: holder %+v not a live, indexed lease", name, r)
-		}
-		if r.index < 0 {
-			return fmt.Errorf("key %q: live lease not scheduled", name)
+	fail := func(format string, args ...any) {
+		if err == nil {
+			err = fmt.Errorf(format, args...)
 		}
 	}
-	for id, r := range m.leases {
-		if r.id != id || (r.phase != live && r.phase != ended) {
-			return fmt.Errorf("lease %x: bad record %+v", id, r)
-		}
-		if r.phase == live && m.keys[r.name] != r {
-			return fmt.Errorf("lease %x: live but not its key's holder (LOCK-01)", id)
+	if err := checkIndex(m.keys); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	if err := checkIndex(m.reqs); err != nil {
+		return fmt.Errorf("reqs: %w", err)
+	}
+	m.keys.each(func(r *request) {
+		if r.phase != live || m.lease(r.id) != r || m.reqs.get(r.reqid) != r {
+			fail("key %q: holder %+v not a live, indexed lease", r.name, r)
 		}
 		if r.index < 0 {
-			return fmt.Errorf("lease %x: not scheduled", id)
+			fail("key %q: live lease not scheduled", r.name)
+		}
+	})
+	for k, r := range m.leases {
+		if r.id.key() != k || (r.phase != live && r.phase != ended) {
+			fail("lease %x: bad record %+v", r.id, r)
+		}
+		if r.phase == live && m.keys.get(r.name) != r {
+			fail("lease %x: live but not its key's holder (LOCK-01)", r.id)
+		}
+		if r.index < 0 {
+			fail("lease %x: not scheduled", r.id)
+		}
+		if r.rare != nil && (r.rare.ticket != nil || r.rare.prev != nil || r.rare.next != nil) {
+			fail("lease %x: keeps its place in line", r.id)
 		}
 	}
 	places := 0
 	for name, ln := range m.lines {
 		if ln.n == 0 {
-			return fmt.Errorf("line %q: empty but kept", name)
+			fail("line %q: empty but kept", name)
 		}
-		n := 0
+		n, open := 0, 0
 		var prev *request
-		open := 0
-		for r := ln.head; r != nil; r = r.place.next {
+		for r := ln.head; r != nil; r = r.rare.next {
 			n++
-			if r.place.prev != prev || r.name != name || m.reqs[r.reqid] != r {
+			if r.rare.prev != prev || r.name != name || m.reqs.get(r.reqid) != r {
 				return fmt.Errorf("line %q: broken at %q", name, r.reqid)
 			}
 			switch r.phase {
 			case waiting:
 				open++
-				if r.place.ticket == nil {
-					return fmt.Errorf("line %q: waiting place %q without ticket", name, r.reqid)
+				if r.rare.ticket == nil {
+					fail("line %q: waiting place %q without ticket", name, r.reqid)
 				}
 			case lingering:
-				if r.place.ticket != nil || r.index < 0 {
-					return fmt.Errorf("line %q: lingering place %q with ticket or unscheduled", name, r.reqid)
+				if r.rare.ticket != nil || r.index < 0 {
+					fail("line %q: lingering place %q with ticket or unscheduled", name, r.reqid)
 				}
 			default:
-				return fmt.Errorf("line %q: place %q in phase %d", name, r.reqid, r.phase)
+				fail("line %q: place %q in phase %d", name, r.reqid, r.phase)
 			}
 			prev = r
 		}
 		if prev != ln.tail || n != ln.n {
-			return fmt.Errorf("line %q: tail or count wrong", name)
+			fail("line %q: tail or count wrong", name)
 		}
-		if open > 0 && m.keys[name] == nil {
-			return fmt.Errorf("line %q: free key with %d open waiters (LOCK-06)", name, open)
+		if open > 0 && m.keys.get(name) == nil {
+			fail("line %q: free key with %d open waiters (LOCK-06)", name, open)
 		}
 		places += n
 	}
 	if places != m.waiters {
-		return fmt.Errorf("waiters %d, places %d", m.waiters, places)
-	}
-	for reqid, r := range m.reqs {
-		if r.reqid != reqid {
-			return fmt.Errorf("reqid %q: record of %q", reqid, r.reqid)
-		}
+		fail("waiters %d, places %d", m.waiters, places)
 	}
 	for i, r := range m.events {
 		if int(r.index) != i {
-			return fmt.Errorf("event %d: index %d", i, r.index)
+			fail("event %d: index %d", i, r.index)
 		}
 		if i > 0 && m.events.Less(i, (i-1)/2) {
-			return fmt.Errorf("event %d: heap order broken", i)
+			fail("event %d: heap order broken", i)
 		}
 	}
-	return nil
+	return err
+}
+
+// checkIndex insists that every entry is found under its own string.
+func checkIndex(x *index) error {
+	for h, r := range x.byHash {
+		if x.hash(x.keyOf(r)) != h {
+			return fmt.Errorf("%q under the wrong hash", x.keyOf(r))
+		}
+	}
+	for s, r := range x.spill {
+		if x.keyOf(r) != s || x.byHash[x.hash(s)] == nil {
+			return fmt.Errorf("spilled %q: wrong key, or its hash slot is empty", s)
+		}
+	}
+	var err error
+	x.each(func(r *request) {
+		if x.get(x.keyOf(r)) != r && err == nil {
+			err = fmt.Errorf("%q not found", x.keyOf(r))
+		}
+	})
+	return err
 }

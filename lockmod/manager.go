@@ -89,15 +89,16 @@ type Manager struct {
 	epoch uint64
 	n     uint32 // the last n used in this epoch
 
-	keys   map[string]*request  // (lock, key) -> its live lease (LOCK-01)
-	lines  map[string]*line     // (lock, key) -> its line, while it has places
-	leases map[leaseID]*request // live and remembered ended leases (LOCK-04, LOCK-05)
-	reqs   map[string]*request  // reqid -> its place, lease or ended lease (LOCK-03)
-	events eventQueue           // LOCK-06
+	keys   *index              // (lock, key) -> its live lease (LOCK-01)
+	lines  map[string]*line    // (lock, key) -> its line, while it has places
+	leases map[uint64]*request // live and remembered ended leases, by leaseID.key (LOCK-04, LOCK-05)
+	reqs   *index              // reqid -> its place, lease or ended lease (LOCK-03)
+	events eventQueue          // LOCK-06
 
-	timer    Timer // armed for timerAt, nil if none
-	timerAt  instant
-	timerGen uint64 // tells a stale timer callback from the armed one
+	timer   Timer // armed for timerAt, nil if none
+	timerAt instant
+	fireFn  func()  // m.fire, made once
+	idBuf   leaseID // scratch for reading random bytes without an allocation
 
 	waiters int
 	stats   Stats
@@ -130,10 +131,10 @@ func New(cfg Config) *Manager {
 		rand:      cfg.Rand,
 		epoch:     cfg.Epoch,
 		n:         cfg.FirstN,
-		keys:      make(map[string]*request),
+		keys:      newIndex(true),
 		lines:     make(map[string]*line),
-		leases:    make(map[leaseID]*request),
-		reqs:      make(map[string]*request),
+		leases:    make(map[uint64]*request),
+		reqs:      newIndex(false),
 		doneCh:    make(chan struct{}),
 	}
 	if m.clock == nil {
@@ -149,6 +150,7 @@ func New(cfg Config) *Manager {
 		m.epoch = 1
 	}
 	close(m.doneCh)
+	m.fireFn = m.fire
 	m.base = m.clock.Now()
 	return m
 }
@@ -168,16 +170,16 @@ func (m *Manager) Close() {
 		m.timer = nil
 	}
 	for _, ln := range m.lines {
-		for r := ln.head; r != nil; r = r.place.next {
-			if t := r.place.ticket; t != nil {
+		for r := ln.head; r != nil; r = r.rare.next {
+			if t := r.rare.ticket; t != nil {
 				t.finish(Grant{}, ErrClosed)
 			}
 		}
 	}
-	clear(m.keys)
+	m.keys.clear()
 	clear(m.lines)
 	clear(m.leases)
-	clear(m.reqs)
+	m.reqs.clear()
 	m.events = nil
 	m.waiters = 0
 }
@@ -202,7 +204,7 @@ func (m *Manager) Hold(req HoldRequest) *Ticket {
 	name := keyName(buf[:0], req.Lock, req.Key)
 
 	// LOCK-03: one grant per reqid.
-	if r := m.reqs[req.ReqID]; r != nil {
+	if r := m.reqs.get(req.ReqID); r != nil {
 		if r.name != string(name) {
 			return m.answered(Grant{}, ErrReqIDInUse)
 		}
@@ -216,14 +218,14 @@ func (m *Manager) Hold(req HoldRequest) *Ticket {
 		}
 	}
 
-	if m.keys[string(name)] == nil {
+	if m.keys.get(string(name)) == nil {
 		// The key is free, so nobody open waits for it: the places in its
 		// line, if any, linger and are passed over.
-		r := &request{reqid: strings.Clone(req.ReqID), name: string(name), index: -1}
-		if err := m.grant(r, ttl, req.MaxHold, now); err != nil {
+		r := &request{reqid: strings.Clone(req.ReqID), name: string(name), ttl: ttl, index: -1}
+		if err := m.grant(r, req.MaxHold, now); err != nil {
 			return m.answered(Grant{}, err)
 		}
-		m.reqs[r.reqid] = r
+		m.reqs.put(r)
 		return m.answered(m.grantOf(r, now), nil)
 	}
 	if req.HasWait && req.Wait <= 0 {
@@ -231,12 +233,12 @@ func (m *Manager) Hold(req HoldRequest) *Ticket {
 	}
 	r := &request{reqid: strings.Clone(req.ReqID), name: string(name), ttl: ttl, index: -1}
 	t := &Ticket{done: make(chan struct{}), m: m, req: r}
-	r.place = &place{ticket: t, maxHold: req.MaxHold}
+	r.rare = &rare{ticket: t, maxHold: req.MaxHold}
 	r.phase = waiting
 	m.join(r)
-	m.reqs[r.reqid] = r
+	m.reqs.put(r)
 	if req.HasWait {
-		r.at = now + instant(req.Wait)
+		r.at = now.add(req.Wait)
 		m.events.schedule(r)
 	}
 	return t
@@ -245,17 +247,17 @@ func (m *Manager) Hold(req HoldRequest) *Ticket {
 // resume answers a retry of a request that has a place in line, waiting or
 // lingering: the retry takes the place over (LOCK-03, LOCK-08).
 func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now instant) *Ticket {
-	p := r.place
+	p := r.rare
 	if p.ticket != nil {
 		p.ticket.finish(Grant{}, ErrSuperseded)
 		p.ticket = nil
 	}
 	r.ttl, p.maxHold = ttl, req.MaxHold
-	if m.keys[r.name] == nil {
+	if m.keys.get(r.name) == nil {
 		// Free key: no open request is ahead of this one (they would hold it),
 		// so it is first among the open ones. Grant now, re-checked here.
 		m.leave(r)
-		if err := m.grant(r, ttl, p.maxHold, now); err != nil {
+		if err := m.grant(r, p.maxHold, now); err != nil {
 			m.forget(r)
 			return m.answered(Grant{}, err)
 		}
@@ -265,7 +267,7 @@ func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now ins
 		// Try once: not granted, and the place lingers from now as if a
 		// WAIT had just run out.
 		r.phase = lingering
-		r.at = now + instant(m.lingerFor)
+		r.at = now.add(m.lingerFor)
 		m.events.schedule(r)
 		return m.answered(Grant{}, ErrNotGranted)
 	}
@@ -273,7 +275,7 @@ func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now ins
 	p.ticket = t
 	r.phase = waiting
 	if req.HasWait {
-		r.at = now + instant(req.Wait)
+		r.at = now.add(req.Wait)
 		m.events.schedule(r)
 	} else {
 		m.events.unschedule(r)
@@ -298,7 +300,7 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 	now := m.now()
 	m.advance(now) // re-check: a lease past its deadline has ended, timer or not
 	defer m.arm(now)
-	r := m.leases[id]
+	r := m.lease(id)
 	if r == nil {
 		return 0, unknownLease()
 	}
@@ -308,7 +310,12 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 	if ttl <= 0 {
 		ttl = r.ttl
 	}
-	r.span = max(r.span, ttl)
+	if ttl > r.span() {
+		if r.rare == nil {
+			r.rare = &rare{}
+		}
+		r.rare.span = ttl
+	}
 	r.at = m.deadline(r, now, ttl)
 	m.events.schedule(r)
 	m.stats.RenewalsTotal++
@@ -331,7 +338,7 @@ func (m *Manager) Release(leaseID string) error {
 	now := m.now()
 	m.advance(now)
 	defer m.arm(now)
-	r := m.leases[id]
+	r := m.lease(id)
 	switch {
 	case r == nil:
 		return unknownLease()
@@ -357,7 +364,7 @@ func (m *Manager) Revoke(lock, key string) bool {
 	m.advance(now)
 	defer m.arm(now)
 	var buf [64]byte
-	r := m.keys[string(keyName(buf[:0], lock, key))]
+	r := m.keys.get(string(keyName(buf[:0], lock, key)))
 	if r == nil {
 		return false
 	}
@@ -377,7 +384,7 @@ func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
 	defer m.arm(now)
 	var buf [64]byte
 	name := keyName(buf[:0], lock, key)
-	r, ln := m.keys[string(name)], m.lines[string(name)]
+	r, ln := m.keys.get(string(name)), m.lines[string(name)]
 	if r == nil && ln == nil {
 		return KeyInfo{}, false
 	}
@@ -389,8 +396,8 @@ func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
 		info.Fence = r.fence
 		info.TTL = time.Duration(r.at - now)
 		info.Held = time.Duration(now - r.grantedAt)
-		if r.maxDeadline != 0 {
-			info.MaxHold = time.Duration(r.maxDeadline - now)
+		if md := r.maxDeadline(); md != 0 {
+			info.MaxHold = time.Duration(md - now)
 		}
 	}
 	return info, true
@@ -407,9 +414,17 @@ func (m *Manager) Stats() Stats {
 	}
 	s := m.stats
 	s.Epoch = m.epoch
-	s.Leases = int64(len(m.keys))
+	s.Leases = int64(m.keys.len())
 	s.Waiters = int64(m.waiters)
 	return s
+}
+
+// lease finds a live or remembered lease by id.
+func (m *Manager) lease(id leaseID) *request {
+	if r := m.leases[id.key()]; r != nil && r.id == id {
+		return r
+	}
+	return nil
 }
 
 // now reads store time.
@@ -431,17 +446,18 @@ func (m *Manager) grantOf(r *request, now instant) Grant {
 
 // deadline is now + ttl, capped by r's MAXHOLD deadline (LOCK-06, LOCK-07).
 func (m *Manager) deadline(r *request, now instant, ttl time.Duration) instant {
-	d := now + instant(ttl)
-	if r.maxDeadline != 0 && d > r.maxDeadline {
-		d = r.maxDeadline
+	d := now.add(ttl)
+	if md := r.maxDeadline(); md != 0 && d > md {
+		d = md
 	}
 	return d
 }
 
-// grant makes r the live lease of its key, with a fresh id and fence. The
-// caller has checked, in this same critical section, that the key is free and
-// that r is the first open request for it (etcd#11456). r is out of the line.
-func (m *Manager) grant(r *request, ttl, maxHold time.Duration, now instant) error {
+// grant makes r the live lease of its key for r.ttl, with a fresh id and
+// fence. The caller has checked, in this same critical section, that the key
+// is free and that r is the first open request for it (etcd#11456). r is out
+// of the line.
+func (m *Manager) grant(r *request, maxHold time.Duration, now instant) error {
 	id, err := m.newLeaseID()
 	if err != nil {
 		return err
@@ -451,16 +467,15 @@ func (m *Manager) grant(r *request, ttl, maxHold time.Duration, now instant) err
 		return err
 	}
 	r.id, r.fence = id, fence
-	r.ttl, r.span = ttl, ttl
 	r.grantedAt = now
-	r.maxDeadline = 0
+	r.rare = nil
 	if maxHold > 0 {
-		r.maxDeadline = now + instant(maxHold)
+		r.rare = &rare{maxDeadline: now.add(maxHold)}
 	}
-	r.at = m.deadline(r, now, ttl)
+	r.at = m.deadline(r, now, r.ttl)
 	r.phase = live
-	m.leases[id] = r
-	m.keys[r.name] = r // LOCK-01: the caller saw no live lease here
+	m.leases[id.key()] = r
+	m.keys.put(r) // LOCK-01: the caller saw no live lease here
 	m.events.schedule(r)
 	m.stats.GrantsTotal++
 	if m.trace != nil {
@@ -473,10 +488,11 @@ func (m *Manager) grant(r *request, ttl, maxHold time.Duration, now instant) err
 // key to the first open request in its line, in the same critical section
 // (LOCK-06: no gap in which a newcomer can take the key).
 func (m *Manager) end(r *request, why reason, at, now instant) {
-	delete(m.keys, r.name)
+	m.keys.del(r)
 	r.phase = ended
 	r.reason = why
-	r.at = at + instant(r.span) // LOCK-03, LOCK-05: remembered for its ttl after it ends
+	r.at = at.add(r.span()) // LOCK-03, LOCK-05: remembered for its ttl after it ends
+	r.rare = nil            // MAXHOLD and span are spent
 	m.events.schedule(r)
 	switch why {
 	case expired:
@@ -502,14 +518,14 @@ func (m *Manager) grantNext(name string, now instant) {
 		return
 	}
 	for r := ln.head; r != nil; {
-		p := r.place
+		p := r.rare
 		next := p.next
 		if p.ticket == nil {
 			r = next
 			continue
 		}
 		m.leave(r)
-		if err := m.grant(r, r.ttl, p.maxHold, now); err != nil {
+		if err := m.grant(r, p.maxHold, now); err != nil {
 			p.ticket.finish(Grant{}, err)
 			m.forget(r)
 			r = next
@@ -523,10 +539,10 @@ func (m *Manager) grantNext(name string, now instant) {
 // linger takes the open request out of r's place: its ticket is answered err
 // and the place lingers, passed over, until at + linger.
 func (m *Manager) linger(r *request, at instant, err error) {
-	r.place.ticket.finish(Grant{}, err)
-	r.place.ticket = nil
+	r.rare.ticket.finish(Grant{}, err)
+	r.rare.ticket = nil
 	r.phase = lingering
-	r.at = at + instant(m.lingerFor)
+	r.at = at.add(m.lingerFor)
 	m.events.schedule(r)
 }
 
@@ -540,29 +556,29 @@ func (m *Manager) join(r *request) {
 	if ln.tail == nil {
 		ln.head = r
 	} else {
-		ln.tail.place.next = r
-		r.place.prev = ln.tail
+		ln.tail.rare.next = r
+		r.rare.prev = ln.tail
 	}
 	ln.tail = r
 	ln.n++
 	m.waiters++
 }
 
-// leave takes r out of its line; r.place is dropped.
+// leave takes r out of its line.
 func (m *Manager) leave(r *request) {
 	ln := m.lines[r.name]
-	p := r.place
+	p := r.rare
 	if p.prev == nil {
 		ln.head = p.next
 	} else {
-		p.prev.place.next = p.next
+		p.prev.rare.next = p.next
 	}
 	if p.next == nil {
 		ln.tail = p.prev
 	} else {
-		p.next.place.prev = p.prev
+		p.next.rare.prev = p.prev
 	}
-	r.place = nil
+	p.prev, p.next = nil, nil
 	ln.n--
 	m.waiters--
 	if ln.n == 0 {
@@ -573,12 +589,10 @@ func (m *Manager) leave(r *request) {
 // forget drops every trace of r: the reqid may be used afresh.
 func (m *Manager) forget(r *request) {
 	m.events.unschedule(r)
-	if m.reqs[r.reqid] == r {
-		delete(m.reqs, r.reqid)
-	}
+	m.reqs.del(r)
 	if r.phase == ended || r.phase == live {
-		if m.leases[r.id] == r {
-			delete(m.leases, r.id)
+		if m.leases[r.id.key()] == r {
+			delete(m.leases, r.id.key())
 		}
 	}
 }
@@ -595,7 +609,7 @@ func (m *Manager) advance(now instant) {
 		switch r.phase {
 		case live:
 			why := expired
-			if r.maxDeadline != 0 && r.at >= r.maxDeadline {
+			if md := r.maxDeadline(); md != 0 && r.at >= md {
 				why = revokedMaxHold // LOCK-07
 			}
 			m.end(r, why, r.at, now)
@@ -624,23 +638,24 @@ func (m *Manager) arm(now instant) {
 	if m.timer != nil {
 		m.timer.Stop()
 	}
-	m.timerGen++
-	gen := m.timerGen
 	m.timerAt = next
-	m.timer = m.clock.AfterFunc(time.Duration(next-now), func() { m.fire(gen) })
+	m.timer = m.clock.AfterFunc(time.Duration(next-now), m.fireFn)
 }
 
-// fire is the clock timer's callback.
-func (m *Manager) fire(gen uint64) {
+// fire is the clock timer's callback. A timer fires at or after the time it
+// was armed for, so one that fires before timerAt is a stale timer whose Stop
+// came too late; it must not forget the armed one. (At worst a stale timer
+// makes one extra wake-up.)
+func (m *Manager) fire() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return
 	}
-	if gen == m.timerGen {
+	now := m.now()
+	if now >= m.timerAt {
 		m.timer = nil
 	}
-	now := m.now()
 	m.advance(now)
 	m.arm(now)
 }
@@ -665,19 +680,21 @@ func (m *Manager) nextFence() (uint64, error) {
 	return m.epoch<<32 | uint64(m.n), nil
 }
 
-// newLeaseID draws 128 bits from the random source (LOCK-04). A clash with an
-// id still remembered is drawn again; a source that keeps clashing is broken.
+// newLeaseID draws 128 bits from the random source (LOCK-04). An id whose
+// first 64 bits clash with a remembered one's is drawn again (see
+// leaseID.key); a source that keeps clashing is broken.
 func (m *Manager) newLeaseID() (leaseID, error) {
-	var id leaseID
 	for range 4 {
-		if _, err := io.ReadFull(m.rand, id[:]); err != nil {
-			return id, fmt.Errorf("lease id: %w", err)
+		// Read into the Manager's buffer: a local one would escape through
+		// the io.Reader and cost an allocation per grant.
+		if _, err := io.ReadFull(m.rand, m.idBuf[:]); err != nil {
+			return leaseID{}, fmt.Errorf("lease id: %w", err)
 		}
-		if m.leases[id] == nil {
+		if id := m.idBuf; m.leases[id.key()] == nil {
 			return id, nil
 		}
 	}
-	return id, fmt.Errorf("lease id: random source repeats itself")
+	return leaseID{}, fmt.Errorf("lease id: random source repeats itself")
 }
 
 // parseLeaseID accepts exactly 32 lowercase hex characters: one spelling per

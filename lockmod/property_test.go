@@ -28,8 +28,23 @@ import (
 //     key freed with open waiters is granted in the same step;
 //   - LOCK-08: a grant goes to the open request that joined first.
 func TestProperties(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
+	rapid.Check(t, func(rt *rapid.T) { runProperties(rt, false) })
+}
+
+// TestPropertiesHashCollisions runs the same with the reqid and key indexes
+// hashing everything into three buckets, so that their spill path carries
+// most of the load.
+func TestPropertiesHashCollisions(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) { runProperties(rt, true) })
+}
+
+func runProperties(rt *rapid.T, collide bool) {
+	{
 		p := newPropModel(rt)
+		if collide {
+			weak := func(s string) uint64 { return uint64(len(s) % 3) }
+			p.m.keys.hash, p.m.reqs.hash = weak, weak
+		}
 		defer p.m.Close()
 		// Holds come thrice as often as the rest so that lines form.
 		actions := map[string]func(*rapid.T){
@@ -48,7 +63,7 @@ func TestProperties(t *testing.T) {
 			actions[rapid.SampledFrom(names).Draw(rt, "action")](rt)
 			p.check(rt)
 		}
-	})
+	}
 }
 
 const (
@@ -60,7 +75,7 @@ const (
 type expectation struct {
 	tk      *Ticket
 	want    int
-	err     error  // for wantErr; a *LostError is compared by reason
+	err     error   // for wantErr; a *LostError is compared by reason
 	lease   *mLease // for wantGrant
 	ttlLeft time.Duration
 }

@@ -3,14 +3,29 @@ package lockmod
 import (
 	"container/heap"
 	"encoding/binary"
+	"math"
 	"time"
 )
 
 // instant is store time: nanoseconds since the Manager was made, on its clock.
 type instant int64
 
-// leaseID is a lease id as kept in maps: 16 bytes, not 32 hex characters.
+// add is t + d, saturating: a WAIT of "forever" stays in the future.
+func (t instant) add(d time.Duration) instant {
+	if s := t + instant(d); d < 0 || s >= t {
+		return s
+	}
+	return math.MaxInt64
+}
+
+// leaseID is a lease id as kept: 16 bytes, not 32 hex characters.
 type leaseID [16]byte
+
+// key is the map key of a lease id: its first 64 bits. newLeaseID draws again
+// rather than give two remembered leases the same key, so a hit needs only a
+// check of the other 64 bits. A slot of map[uint64] is 16 bytes, of
+// map[leaseID] 24.
+func (id leaseID) key() uint64 { return binary.LittleEndian.Uint64(id[:8]) }
 
 // phase is where a request is in its life. The order matters: at one instant,
 // leases end before waits run out, so a waiter whose WAIT runs out at the very
@@ -26,31 +41,50 @@ const (
 
 // request is one reqid's whole story on one (lock, key): a place in line,
 // then a lease, then the memory of how the lease ended. One struct serves all
-// three so that a live lease costs one allocation (the 1,000,000-lease budget
-// is ~300 bytes each); the waiting-only fields sit in *place.
+// three, and what most leases never need sits apart in *rare, so that a plain
+// live lease is one 96-byte allocation (the budget at a million leases is
+// ~300 bytes a lease, maps and strings included).
 type request struct {
-	reqid string
-	name  string // lock and key, see keyName
-	id    leaseID
-	fence uint64
-	ttl   time.Duration // granted with; the default for Renew
-	span  time.Duration // longest ttl granted or renewed: how long the record outlives the lease (LOCK-03, LOCK-05)
-
-	grantedAt   instant
-	maxDeadline instant // 0: no MAXHOLD
-	at          instant // the next event of this request, by phase
-
-	place  *place // nil unless waiting or lingering
-	index  int32  // in Manager.events; -1 when not scheduled
-	phase  phase
-	reason reason // once ended
+	reqid     string
+	name      string // lock and key, see keyName
+	id        leaseID
+	fence     uint64
+	ttl       time.Duration // asked for while waiting; granted with once live, the default for Renew
+	grantedAt instant
+	at        instant // the next event of this request, by phase
+	rare      *rare   // while in line; for a lease with MAXHOLD or a longer renewal
+	index     int32   // in Manager.events; -1 when not scheduled
+	phase     phase
+	reason    reason // once ended
 }
 
-// place is what a request needs while it is in line.
-type place struct {
+// rare is what a request needs only sometimes.
+type rare struct {
+	// While in line (LOCK-08).
 	prev, next *request
 	ticket     *Ticket // the open request; nil while lingering
 	maxHold    time.Duration
+
+	// Once granted.
+	maxDeadline instant       // grant + MAXHOLD; 0: none (LOCK-07)
+	span        time.Duration // the longest ttl renewed, if longer than the granted one
+}
+
+// maxDeadline is r's MAXHOLD deadline, 0 if none.
+func (r *request) maxDeadline() instant {
+	if r.rare == nil {
+		return 0
+	}
+	return r.rare.maxDeadline
+}
+
+// span is how long r is remembered after its lease ends: the longest ttl it
+// was granted or renewed with (LOCK-03, LOCK-05).
+func (r *request) span() time.Duration {
+	if r.rare == nil {
+		return r.ttl
+	}
+	return max(r.ttl, r.rare.span)
 }
 
 // line is the FIFO of places for one (lock, key), in the order their reqids

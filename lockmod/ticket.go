@@ -42,7 +42,7 @@ func (t *Ticket) Abandon() {
 	now := m.now()
 	m.advance(now)
 	r := t.req
-	if r == nil || r.place == nil || r.place.ticket != t {
+	if r == nil || r.phase != waiting || r.rare.ticket != t {
 		return
 	}
 	m.linger(r, now, ErrAbandoned)

@@ -116,6 +116,8 @@ func cmdLockHold(c *Conn, args [][]byte) {
 	}
 	g, err := t.Result()
 	switch {
+	case errors.Is(err, lockmod.ErrAbandoned):
+		return // withdrawn because the client went away: nobody to answer
 	case errors.Is(err, lockmod.ErrNotGranted):
 		c.out.NullArray()
 	case err != nil:
