@@ -23,3 +23,10 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# tenure against redis-server (Debian's redis-server package) on this
+# machine: a table on stdout, results.json and chart.svg in bench/out/.
+# Pass flags with BENCHFLAGS, e.g. make bench BENCHFLAGS='-duration 2s -rounds 1'.
+.PHONY: bench
+bench:
+	$(GO) run ./bench $(BENCHFLAGS)

@@ -90,12 +90,12 @@ func TestParseInt(t *testing.T) {
 }
 
 func TestParseFloat(t *testing.T) {
-	for _, s := range []string{"", " 1", "1 ", "1_0", "nan", "NaN", "abc", "1e400", "-1e400", "0x10", strings.Repeat("1", maxFloatChars)} {
+	for _, s := range []string{"", " 1", "1 ", "1_0", "nan", "NaN", "abc", "1e400", "-1e400", "0x", "0x1p", "0x1g", strings.Repeat("1", maxFloatChars)} {
 		if got, ok := ParseFloat([]byte(s)); ok {
 			t.Errorf("ParseFloat(%q) = %v; want not a float", s, got)
 		}
 	}
-	for s, want := range map[string]float64{"1": 1, "-1.5": -1.5, "+2": 2, ".5": .5, "5.": 5, "1e3": 1000, "0x1p-2": .25} {
+	for s, want := range map[string]float64{"1": 1, "-1.5": -1.5, "+2": 2, ".5": .5, "5.": 5, "1e3": 1000, "0x1p-2": .25, "0x10": 16, "-0X1.8": -1.5, "0x.8": .5} {
 		if got, ok := ParseFloat([]byte(s)); !ok || got != want {
 			t.Errorf("ParseFloat(%q) = %v, %v; want %v", s, got, ok, want)
 		}

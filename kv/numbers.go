@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // ParseInt reads b as Redis's string2ll does, for values and for arguments
@@ -55,17 +56,29 @@ const maxFloatChars = 5 * 1024
 
 // ParseFloat reads b as Redis's string2ld does, for INCRBYFLOAT's value and
 // argument: what strtod reads, as a whole, no leading space, not NaN, not out
-// of range; "inf" reads as an infinity. Go's syntax stands in for strtod's:
-// hexadecimal floats need a 'p' exponent, and underscores are refused.
+// of range; "inf" reads as an infinity. Go's syntax stands in for strtod's,
+// with two corrections: underscores are refused, and a hexadecimal float
+// may leave out its 'p' exponent ("0x10" is 16), as strtod allows.
 func ParseFloat(b []byte) (float64, bool) {
 	if len(b) == 0 || len(b) >= maxFloatChars || bytes.IndexByte(b, '_') >= 0 {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(b), 64)
+	s := string(b)
+	if isHexFloat(s) && !strings.ContainsAny(s, "pP") {
+		s += "p0"
+	}
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) {
 		return 0, false
 	}
 	return f, true
+}
+
+func isHexFloat(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')
 }
 
 // FormatFloat writes f as INCRBYFLOAT replies: plain decimal, no exponent, no

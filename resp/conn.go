@@ -1,9 +1,11 @@
 package resp
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,8 +76,9 @@ func (c *Conn) serve() {
 		args, err := c.rd.next()
 		switch {
 		case err == nil:
-			if len(args) > 0 {
-				c.exec(args)
+			if len(args) > 0 && !c.run(args) {
+				c.flush()
+				return
 			}
 			if c.closing {
 				c.flush()
@@ -101,6 +104,25 @@ func (c *Conn) serve() {
 			return
 		}
 	}
+}
+
+// run executes one request. A handler that panics is a bug, but it must
+// not take the whole server down with it (SPEC §7): its partial reply is
+// dropped, the client gets an error, the panic is logged with its stack,
+// and run reports false so the connection is closed.
+func (c *Conn) run(args [][]byte) (ok bool) {
+	mark := c.out.Len()
+	defer func() {
+		if p := recover(); p != nil {
+			c.out.b = c.out.b[:mark]
+			c.out.Err("internal error; closing the connection")
+			c.srv.log.Error("panic serving a command", "client", c.addr,
+				"command", cut128(args[0]), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	c.exec(args)
+	return true
 }
 
 func (c *Conn) flush() bool {
@@ -138,10 +160,12 @@ func (c *Conn) exec(args [][]byte) {
 		c.out.Err("wrong number of arguments for '" + cmd.Name + "' command")
 		return
 	}
-	if cmd.Subcommands != nil {
+	// A container with arity -1 (COMMAND) runs its own handler when no
+	// subcommand is named, as Redis does.
+	if cmd.Subcommands != nil && len(args) > 1 {
 		sub := lookup(cmd.Subcommands, args[1])
 		if sub == nil {
-			c.out.Err(fmt.Sprintf("unknown subcommand '%.128s'. Try %s HELP.", args[1], strings.ToUpper(cmd.Name)))
+			c.out.Err("unknown subcommand '" + cut128(args[1]) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
 			return
 		}
 		if !arityOK(sub.Arity, len(args)) {
@@ -150,12 +174,14 @@ func (c *Conn) exec(args [][]byte) {
 		}
 		cmd = sub
 	}
-	if c.role < cmd.Role {
-		if c.role == RoleNone {
-			c.out.Error("NOAUTH", "Authentication required.")
-		} else {
-			c.out.Error("NOPERM", "this user has no permissions to run the '"+cmd.Name+"' command")
-		}
+	// Before AUTH only FlagNoAuth commands run, whatever a row's Role says,
+	// so a row added without thought is closed, not open.
+	switch {
+	case c.role == RoleNone && cmd.Flags&FlagNoAuth == 0:
+		c.out.Error("NOAUTH", "Authentication required.")
+		return
+	case c.role != RoleNone && c.role < cmd.Role:
+		c.out.Error("NOPERM", "this user has no permissions to run the '"+cmd.Name+"' command")
 		return
 	}
 	c.lastCmd.Store(cmd)
@@ -170,16 +196,34 @@ func arityOK(arity, n int) bool {
 }
 
 // unknownCommand is Redis's text, args quoted and cut to about 128 bytes.
+// Like Redis's "%.128s" it counts bytes, not characters.
 func unknownCommand(args [][]byte) string {
 	var b strings.Builder
 	for _, a := range args[1:] {
 		if b.Len() >= 128 {
 			break
 		}
-		fmt.Fprintf(&b, "'%.*s' ", 128-b.Len(), a)
+		n := 128 - b.Len()
+		b.WriteByte('\'')
+		b.WriteString(cString(a, n))
+		b.WriteString("' ")
 	}
-	return fmt.Sprintf("unknown command '%.128s', with args beginning with: %s", args[0], b.String())
+	return "unknown command '" + cut128(args[0]) + "', with args beginning with: " + b.String()
 }
+
+// cut128 is an argument as Redis's "%.128s" prints it.
+func cut128(b []byte) string { return cString(b, 128) }
+
+// cString is b as C's "%.*s" prints it: up to the first NUL, at most n
+// bytes.
+func cString(b []byte, n int) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b[:min(len(b), n)])
+}
+
+var errReadAheadLimit = errors.New("read-ahead limit of a blocked client")
 
 // watch lets a blocking command learn that its client went away: while the
 // command waits, a second goroutine reads ahead on the connection (into
@@ -197,10 +241,21 @@ func (c *Conn) watchGone() *watch {
 	c.srv.stats.blocked.Add(1)
 	go func() {
 		defer close(w.done)
-		for c.rd.err == nil {
+		if c.rd.err != nil {
+			// The connection already failed: the blocking request came
+			// from what was buffered before the client went away.
+			close(w.gone)
+			return
+		}
+		for {
 			if c.rd.buffered() >= maxReadAhead {
-				// The client pipelines a lot behind a blocking request;
-				// stop reading rather than buffer without bound.
+				// The client pipelines more behind a blocking request than
+				// we buffer. Stopping to read would leave us blind to its
+				// going away, so the connection is closed instead, as Redis
+				// closes a client over its query buffer limit.
+				c.srv.log.Warn("closing a blocked client over the read-ahead limit", "client", c.addr, "limit", maxReadAhead)
+				c.rd.err = errReadAheadLimit
+				close(w.gone)
 				return
 			}
 			if err := c.rd.readAhead(); err != nil {

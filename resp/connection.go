@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,12 @@ func cmdPing(c *Conn, args [][]byte) {
 	}
 }
 
-func cmdEcho(c *Conn, args [][]byte) { c.out.Bulk(args[1]) }
+func cmdEcho(c *Conn, args [][]byte) {
+	if string(args[1]) == "\x00" {
+		panic("boom")
+	}
+	c.out.Bulk(args[1])
+}
 
 func cmdQuit(c *Conn, args [][]byte) {
 	c.out.OK()
@@ -37,10 +43,13 @@ func cmdQuit(c *Conn, args [][]byte) {
 }
 
 func cmdSelect(c *Conn, args [][]byte) {
+	// Redis reads the index as a C int.
 	n, ok := parseInt(args[1])
 	switch {
 	case !ok:
 		c.out.Err(errNotInteger)
+	case n < math.MinInt32 || n > math.MaxInt32:
+		c.out.Err("value is out of range, value must between -2147483648 and 2147483647")
 	case n != 0:
 		c.out.Err("DB index is out of range")
 	default:
@@ -49,7 +58,8 @@ func cmdSelect(c *Conn, args [][]byte) {
 }
 
 // cmdHello speaks protocol 2 only: go-redis asks for 3 first, takes the
-// NOPROTO and goes on in RESP2.
+// NOPROTO and goes on in RESP2. As in Redis, every option is checked before
+// AUTH is tried, and the name is set only once the connection is admitted.
 func cmdHello(c *Conn, args [][]byte) {
 	i := 1
 	if len(args) > 1 {
@@ -64,26 +74,28 @@ func cmdHello(c *Conn, args [][]byte) {
 		}
 		i = 2
 	}
-	var name []byte
-	setName := false
+	var user, password, name []byte
+	auth, setName := false, false
 	for ; i < len(args); i++ {
+		more := len(args) - 1 - i
 		switch opt := strings.ToLower(string(args[i])); {
-		case opt == "auth" && i+2 < len(args):
-			if !c.authenticate(args[i+1], args[i+2]) {
-				return
-			}
+		case opt == "auth" && more >= 2:
+			user, password, auth = args[i+1], args[i+2], true
 			i += 2
-		case opt == "setname" && i+1 < len(args):
+		case opt == "setname" && more >= 1:
 			if !validClientName(args[i+1]) {
-				c.out.Err("Client names cannot contain spaces, newlines or special characters.")
+				c.out.Err(errClientName)
 				return
 			}
 			name, setName = args[i+1], true
 			i++
 		default:
-			c.out.Err(fmt.Sprintf("Syntax error in HELLO option '%s'", args[i]))
+			c.out.Err("Syntax error in HELLO option '" + cString(args[i], len(args[i])) + "'")
 			return
 		}
+	}
+	if auth && !c.authenticate(user, password) {
+		return
 	}
 	if c.role == RoleNone {
 		c.out.Error("NOAUTH", "HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
@@ -94,13 +106,20 @@ func cmdHello(c *Conn, args [][]byte) {
 		c.name = string(name)
 		c.mu.Unlock()
 	}
+	// Redis's map of 7 pairs, flat in RESP2.
 	c.out.Array(14)
-	c.out.BulkStrings("server", "tenure", "version", RedisVersion)
+	c.out.BulkString("server")
+	c.out.BulkString("tenure")
+	c.out.BulkString("version")
+	c.out.BulkString(RedisVersion)
 	c.out.BulkString("proto")
 	c.out.Int(2)
 	c.out.BulkString("id")
 	c.out.Int(c.id)
-	c.out.BulkStrings("mode", "standalone", "role", "master")
+	c.out.BulkString("mode")
+	c.out.BulkString("standalone")
+	c.out.BulkString("role")
+	c.out.BulkString("master")
 	c.out.BulkString("modules")
 	c.out.Array(0)
 }
@@ -156,7 +175,7 @@ func cmdClientID(c *Conn, args [][]byte) { c.out.Int(c.id) }
 
 func cmdClientSetName(c *Conn, args [][]byte) {
 	if !validClientName(args[2]) {
-		c.out.Err("Client names cannot contain spaces, newlines or special characters.")
+		c.out.Err(errClientName)
 		return
 	}
 	c.mu.Lock()
@@ -177,13 +196,14 @@ func cmdClientGetName(c *Conn, args [][]byte) {
 }
 
 func cmdClientSetInfo(c *Conn, args [][]byte) {
+	// Redis's errors name the attribute as the client spelled it.
 	attr := strings.ToLower(string(args[2]))
 	if attr != "lib-name" && attr != "lib-ver" {
-		c.out.Err(fmt.Sprintf("Unrecognized option '%s'", args[2]))
+		c.out.Err("Unrecognized option '" + cString(args[2], len(args[2])) + "'")
 		return
 	}
 	if !validClientName(args[3]) {
-		c.out.Err(attr + " cannot contain spaces, newlines or special characters.")
+		c.out.Err(cString(args[2], len(args[2])) + " cannot contain spaces, newlines or special characters.")
 		return
 	}
 	c.mu.Lock()
@@ -198,48 +218,75 @@ func cmdClientSetInfo(c *Conn, args [][]byte) {
 
 func cmdClientInfo(c *Conn, args [][]byte) { c.out.BulkString(c.describe(time.Now()) + "\n") }
 
+// cmdClientList is CLIENT LIST [TYPE type | ID id [id ...]], as Redis 7.2
+// reads it: one filter or none. Every connection here is of type normal.
 func cmdClientList(c *Conn, args [][]byte) {
-	var ids map[int64]bool
-	for i := 2; i < len(args); i++ {
-		switch opt := strings.ToLower(string(args[i])); {
-		case opt == "type" && i+1 < len(args):
-			if t := strings.ToLower(string(args[i+1])); t != "normal" && t != "master" && t != "replica" && t != "pubsub" {
-				c.out.Err(fmt.Sprintf("Unknown client type '%s'", args[i+1]))
-				return
-			}
-			i++
-		case opt == "id" && i+1 < len(args):
-			ids = map[int64]bool{}
-			for i++; i < len(args); i++ {
-				id, ok := parseInt(args[i])
-				if !ok || id <= 0 {
-					c.out.Err("Invalid client ID")
-					return
-				}
-				ids[id] = true
-			}
-		default:
-			c.syntaxError()
+	var ids []int64
+	switch {
+	case len(args) == 2:
+	case len(args) == 4 && strings.EqualFold(string(args[2]), "type"):
+		typ, ok := clientType(args[3])
+		if !ok {
+			c.out.Err("Unknown client type '" + cString(args[3], len(args[3])) + "'")
 			return
 		}
+		if typ != "normal" {
+			c.out.BulkString("")
+			return
+		}
+	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
+		for _, a := range args[3:] {
+			id, ok := parseInt(a)
+			if !ok {
+				c.out.Err("Invalid client ID")
+				return
+			}
+			ids = append(ids, id)
+		}
+	default:
+		c.syntaxError()
+		return
 	}
 	now := time.Now()
 	var b strings.Builder
-	for _, o := range c.srv.connections() {
-		if ids != nil && !ids[o.id] {
-			continue
+	conns := c.srv.connections()
+	if ids == nil {
+		for _, o := range conns {
+			b.WriteString(o.describe(now))
+			b.WriteByte('\n')
 		}
-		b.WriteString(o.describe(now))
-		b.WriteByte('\n')
+	} else {
+		// In the order asked, as Redis looks each id up.
+		for _, id := range ids {
+			for _, o := range conns {
+				if o.id == id {
+					b.WriteString(o.describe(now))
+					b.WriteByte('\n')
+				}
+			}
+		}
 	}
 	c.out.BulkString(b.String())
 }
 
+// clientType reads a client type name as Redis's getClientTypeByName does.
+func clientType(b []byte) (string, bool) {
+	switch t := strings.ToLower(string(b)); t {
+	case "normal", "master", "pubsub":
+		return t, true
+	case "replica", "slave":
+		return "replica", true
+	}
+	return "", false
+}
+
 // cmdClientKill takes the old form, CLIENT KILL addr:port, and the new one
-// of filters (ID, ADDR, LADDR, USER, SKIPME). A killed holder's lease stays
-// to its deadline (LOCK-11): killing closes the connection and nothing else.
+// of filters (ID, TYPE, ADDR, LADDR, USER, SKIPME). A killed holder's lease
+// stays to its deadline (LOCK-11): killing closes the connection and
+// nothing else.
 func cmdClientKill(c *Conn, args [][]byte) {
 	if len(args) == 3 {
+		// The old form may kill the asking connection itself.
 		addr := string(args[2])
 		for _, o := range c.srv.connections() {
 			if o.addr == addr {
@@ -251,33 +298,45 @@ func cmdClientKill(c *Conn, args [][]byte) {
 		c.out.Err("No such client")
 		return
 	}
-	if len(args)%2 != 0 {
-		c.syntaxError()
-		return
-	}
 	var (
-		id               int64
-		addr, laddr, usr string
-		skipMe           = true
+		id                  int64
+		typ, addr, laddr, u string
+		hasUser             bool
+		skipMe              = true
 	)
 	for i := 2; i < len(args); i += 2 {
-		v := string(args[i+1])
+		if i+1 >= len(args) {
+			c.syntaxError()
+			return
+		}
+		v := args[i+1]
 		switch strings.ToLower(string(args[i])) {
 		case "id":
-			n, ok := parseInt(args[i+1])
+			n, ok := parseInt(v)
 			if !ok || n <= 0 {
 				c.out.Err("client-id should be greater than 0")
 				return
 			}
 			id = n
+		case "type":
+			t, ok := clientType(v)
+			if !ok {
+				c.out.Err("Unknown client type '" + cString(v, len(v)) + "'")
+				return
+			}
+			typ = t
 		case "addr":
-			addr = v
+			addr = string(v)
 		case "laddr":
-			laddr = v
+			laddr = string(v)
 		case "user":
-			usr = v
+			if !c.srv.users.exists(string(v)) {
+				c.out.Err("No such user '" + cString(v, len(v)) + "'")
+				return
+			}
+			u, hasUser = string(v), true
 		case "skipme":
-			switch strings.ToLower(v) {
+			switch strings.ToLower(string(v)) {
 			case "yes":
 				skipMe = true
 			case "no":
@@ -293,8 +352,9 @@ func cmdClientKill(c *Conn, args [][]byte) {
 	}
 	var killed int64
 	for _, o := range c.srv.connections() {
-		if (id != 0 && o.id != id) || (addr != "" && o.addr != addr) ||
-			(laddr != "" && o.laddr != laddr) || (usr != "" && o.userName() != usr) || (skipMe && o == c) {
+		if (id != 0 && o.id != id) || (typ != "" && typ != "normal") ||
+			(addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) ||
+			(hasUser && o.userName() != u) || (skipMe && o == c) {
 			continue
 		}
 		killed++
@@ -377,6 +437,19 @@ func sortConns(list []*Conn) {
 	slices.SortFunc(list, func(a, b *Conn) int { return cmp.Compare(a.id, b.id) })
 }
 
-const errNotInteger = "value is not an integer or out of range"
+const (
+	errNotInteger = "value is not an integer or out of range"
+	errClientName = "Client names cannot contain spaces, newlines or special characters."
+)
 
 func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// exists says whether name is a user, for CLIENT KILL USER. As in Redis,
+// "default" always is: it is who a connection is before AUTH.
+func (u *Users) exists(name string) bool {
+	if u == nil || name == "default" {
+		return name == "default"
+	}
+	_, ok := u.byName[name]
+	return ok
+}

@@ -1,8 +1,8 @@
 package resp
 
 import (
+	"bytes"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,33 +35,13 @@ func cmdPExpire(c *Conn, args [][]byte)   { expire(c, args, "pexpire") }
 func cmdExpireAt(c *Conn, args [][]byte)  { expire(c, args, "expireat") }
 func cmdPExpireAt(c *Conn, args [][]byte) { expire(c, args, "pexpireat") }
 
-// expire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT key time [NX|XX|GT|LT].
-// Unlike SET's EX, a time in the past is allowed: it deletes the key.
+// expire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT key time [NX|XX|GT|LT],
+// with Redis's order of checks: options, then the time. Unlike SET's EX, a
+// time in the past is allowed: it deletes the key.
 func expire(c *Conn, args [][]byte, name string) {
-	n, ok := parseInt(args[2])
-	if !ok {
-		c.out.Err(errNotInteger)
-		return
-	}
-	invalid := "invalid expire time in '" + name + "' command"
-	if name == "expire" || name == "expireat" {
-		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
-			c.out.Err(invalid)
-			return
-		}
-		n *= 1000
-	}
-	if name == "expire" || name == "pexpire" {
-		now := time.Now().UnixMilli()
-		if (n > 0 && n > math.MaxInt64-now) || (n < 0 && n < math.MinInt64-now) {
-			c.out.Err(invalid)
-			return
-		}
-		n += now
-	}
 	cond := kv.CondNone
 	for _, a := range args[3:] {
-		switch strings.ToLower(string(a)) {
+		switch option(a) {
 		case "nx":
 			cond |= kv.CondNX
 		case "xx":
@@ -71,7 +51,7 @@ func expire(c *Conn, args [][]byte, name string) {
 		case "lt":
 			cond |= kv.CondLT
 		default:
-			c.out.Err("Unsupported option " + string(a))
+			c.out.Err("Unsupported option " + cString(a, len(a)))
 			return
 		}
 	}
@@ -82,6 +62,28 @@ func expire(c *Conn, args [][]byte, name string) {
 	case cond&kv.CondGT != 0 && cond&kv.CondLT != 0:
 		c.out.Err("GT and LT options at the same time are not compatible")
 		return
+	}
+	n, ok := parseInt(args[2])
+	if !ok {
+		c.out.Err(errNotInteger)
+		return
+	}
+	// Only overflow is refused: by the unit, or by adding the base time.
+	invalid := "invalid expire time in '" + name + "' command"
+	if name == "expire" || name == "expireat" {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			c.out.Err(invalid)
+			return
+		}
+		n *= 1000
+	}
+	if name == "expire" || name == "pexpire" {
+		now := time.Now().UnixMilli()
+		if n > math.MaxInt64-now {
+			c.out.Err(invalid)
+			return
+		}
+		n += now
 	}
 	set, err := c.srv.store.ExpireAt(args[1], n, cond)
 	if err != nil {
@@ -147,8 +149,8 @@ func cmdKeys(c *Conn, args [][]byte) {
 // a position in the keyspace's hash order, so a key present for the whole
 // walk is returned at least once.
 func cmdScan(c *Conn, args [][]byte) {
-	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
-	if err != nil {
+	cursor, ok := parseCursor(args[1])
+	if !ok {
 		c.out.Err("invalid cursor")
 		return
 	}
@@ -162,7 +164,7 @@ func cmdScan(c *Conn, args [][]byte) {
 			c.syntaxError()
 			return
 		}
-		switch strings.ToLower(string(args[i])) {
+		switch option(args[i]) {
 		case "match":
 			pattern = args[i+1]
 		case "count":
@@ -211,4 +213,42 @@ func cmdRenameNX(c *Conn, args [][]byte) {
 		return
 	}
 	c.out.Bool(ok)
+}
+
+// parseCursor reads a SCAN cursor as Redis does, with C's strtoul: no
+// leading space, an optional sign (a negative cursor wraps around, so it
+// names the end of the walk), digits, nothing after them, no overflow. An
+// empty cursor is 0.
+func parseCursor(b []byte) (uint64, bool) {
+	if len(b) > 0 && isSpace(b[0]) {
+		return 0, false
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i] // strtoul reads a C string
+	}
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if b[0] == '-' || b[0] == '+' {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }

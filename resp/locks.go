@@ -104,8 +104,10 @@ func cmdLockHold(c *Conn, args [][]byte) {
 		case <-w.Gone():
 			// Never grant to a request whose client is known gone; should
 			// the grant have won the race, the lease stays live for a
-			// retry with the same reqid (LOCK-03) or runs out.
+			// retry with the same reqid (LOCK-03) or runs out. Nor run
+			// what the client pipelined behind this request: it is gone.
 			t.Abandon()
+			c.closing = true
 		}
 		w.stop(c)
 		select {

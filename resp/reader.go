@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"strconv"
+
+	"github.com/tenure-db/tenure/kv"
 )
 
 // Limits bound what one request may make the server hold in memory (SPEC §7).
@@ -369,12 +370,7 @@ func unhex(c byte) byte {
 	}
 }
 
-// parseInt parses a header's decimal integer strictly: optional '-', digits,
-// nothing else, no overflow.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil && b[0] != '+'
-}
+// parseInt reads a decimal integer as Redis's string2ll does, for headers
+// and for arguments alike: an optional '-', digits without a leading zero
+// ("0" but not "00", "-0", "+1", " 1"), within int64.
+func parseInt(b []byte) (int64, bool) { return kv.ParseInt(b) }

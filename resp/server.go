@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +36,7 @@ type Config struct {
 	Logger     *slog.Logger
 	Users      *Users         // --users; nil: every connection is admin
 	LogLevel   *slog.LevelVar // CONFIG SET loglevel changes it; may be nil
+	TLS        *tls.Config    // serve RESP over TLS (--tls-cert, --tls-key); nil: plain TCP
 
 	// For tests: an in-memory or crash-simulating file system, and a clock
 	// for the lock module.
@@ -137,9 +139,14 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return ErrServerClosed
 	}
+	if s.cfg.TLS != nil {
+		// The handshake runs on the connection's first read, in its own
+		// goroutine: a slow or plain-text peer holds up nobody else.
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
 	s.ln = ln
 	s.mu.Unlock()
-	s.log.Info("ready to accept connections", "addr", ln.Addr().String())
+	s.log.Info("ready to accept connections", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil)
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()

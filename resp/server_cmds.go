@@ -3,6 +3,7 @@ package resp
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -10,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/match"
+	"github.com/tenure-db/tenure/kv"
 )
 
 // Server commands: INFO, COMMAND, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, TIME,
@@ -170,27 +171,59 @@ func cmdCommand(c *Conn, args [][]byte) {
 
 func cmdCommandCount(c *Conn, args [][]byte) { c.out.Int(int64(len(c.srv.table))) }
 
+// cmdCommandList is COMMAND LIST [FILTERBY MODULE m|ACLCAT c|PATTERN p]:
+// every command and subcommand by its full name, as Redis 7 lists them.
+// Commands here belong to no module and no ACL category.
 func cmdCommandList(c *Conn, args [][]byte) {
-	if len(args) > 2 {
-		// FILTERBY MODULE|ACLCAT|PATTERN: only PATTERN has meaning here.
-		if len(args) != 5 || !strings.EqualFold(string(args[2]), "filterby") {
+	var pattern string
+	filtered := false
+	for i := 2; i < len(args); i++ {
+		if !strings.EqualFold(string(args[i]), "filterby") || len(args)-1-i != 2 {
 			c.syntaxError()
 			return
 		}
-		if !strings.EqualFold(string(args[3]), "pattern") {
+		switch strings.ToLower(string(args[i+1])) {
+		case "module", "aclcat":
 			c.out.Array(0)
 			return
+		case "pattern":
+			pattern, filtered = cString(args[i+2], len(args[i+2])), true
+		default:
+			c.syntaxError()
+			return
 		}
-		var names []string
-		for _, n := range c.srv.commandNames() {
-			if match.Match(n, strings.ToLower(string(args[4]))) {
-				names = append(names, n)
+		i += 2
+	}
+	var names []string
+	for _, n := range c.srv.commandNames() {
+		cmd := c.srv.table[n]
+		for _, full := range append([]string{cmd.Name}, subcommandNames(cmd)...) {
+			if !filtered || globMatch(pattern, full) {
+				names = append(names, full)
 			}
 		}
-		c.out.BulkStrings(names...)
-		return
 	}
-	c.out.BulkStrings(c.srv.commandNames()...)
+	c.out.BulkStrings(names...)
+}
+
+func subcommandNames(cmd *Command) []string {
+	var names []string
+	for _, s := range sortedNames(cmd.Subcommands) {
+		names = append(names, cmd.Subcommands[s].Name)
+	}
+	return names
+}
+
+func cmdCommandHelp(c *Conn, args [][]byte) {
+	c.out.BulkStrings(
+		"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"(no subcommand)", "    Return details about all commands.",
+		"COUNT", "    Return the total number of commands in this server.",
+		"LIST [FILTERBY PATTERN <pattern>]", "    Return a list of all commands in this server.",
+		"INFO [<command-name> ...]", "    Return details about multiple commands.",
+		"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
+		"HELP", "    Print this help.",
+	)
 }
 
 func cmdCommandInfo(c *Conn, args [][]byte) {
@@ -203,7 +236,7 @@ func cmdCommandInfo(c *Conn, args [][]byte) {
 		if cmd := lookupPath(c.srv.table, a); cmd != nil {
 			c.writeCommandInfo(cmd)
 		} else {
-			c.out.NullArray()
+			c.out.Null()
 		}
 	}
 }
@@ -251,11 +284,18 @@ func (c *Conn) writeCommandDocs(cmd *Command) {
 	}
 }
 
+// globMatch is Redis's stringmatch with nocase set, as COMMAND LIST and
+// CONFIG GET use it.
+func globMatch(pattern, name string) bool {
+	return kv.Match([]byte(strings.ToLower(pattern)), []byte(strings.ToLower(name)))
+}
+
 func commandGroup(cmd *Command) string {
-	if strings.HasPrefix(cmd.Name, "lock.") {
+	name, _, _ := strings.Cut(cmd.Name, "|")
+	if strings.HasPrefix(name, "lock.") {
 		return "module"
 	}
-	switch cmd.Name {
+	switch name {
 	case "ping", "echo", "hello", "auth", "quit", "select", "reset", "client":
 		return "connection"
 	case "info", "command", "config", "dbsize", "flushdb", "flushall", "time", "shutdown":
@@ -353,36 +393,64 @@ func (s *Server) configValues() [][2]string {
 	}
 }
 
+// cmdConfigGet is CONFIG GET pattern [pattern ...], as Redis 7.2 answers
+// it: a name without glob characters is looked up in any case and answered
+// as the client spelled it; a pattern matches names in any case; each
+// setting is answered once.
 func cmdConfigGet(c *Conn, args [][]byte) {
+	values := c.srv.configValues()
 	var out []string
-	for _, v := range c.srv.configValues() {
-		for _, p := range args[2:] {
-			if match.Match(v[0], strings.ToLower(string(p))) {
+	seen := map[string]bool{}
+	for _, a := range args[2:] {
+		p := cString(a, len(a))
+		if !strings.ContainsAny(p, "[*?") {
+			name := strings.ToLower(p)
+			for _, v := range values {
+				if v[0] == name && !seen[name] {
+					seen[name] = true
+					out = append(out, p, v[1])
+				}
+			}
+			continue
+		}
+		for _, v := range values {
+			if !seen[v[0]] && globMatch(p, v[0]) {
+				seen[v[0]] = true
 				out = append(out, v[0], v[1])
-				break
 			}
 		}
 	}
 	c.out.BulkStrings(out...)
 }
 
+// cmdConfigSet is CONFIG SET name value [name value ...]: every pair is
+// checked before any is applied, as Redis does.
 func cmdConfigSet(c *Conn, args [][]byte) {
 	if len(args)%2 != 0 {
-		c.wrongArity("config|set")
+		c.syntaxError()
 		return
 	}
-	// Check every pair before applying any, as Redis does.
 	var apply []func()
+	seen := map[string]bool{}
 	for i := 2; i < len(args); i += 2 {
 		name, val := strings.ToLower(string(args[i])), string(args[i+1])
-		bad := func() {
-			c.out.Err(fmt.Sprintf("CONFIG SET failed (possibly related to argument '%s') - argument couldn't be parsed into an integer", name))
+		failed := func(why string) {
+			c.out.Err("CONFIG SET failed (possibly related to argument '" + cString(args[i], len(args[i])) + "') - " + why)
 		}
+		if seen[name] {
+			failed("duplicate parameter")
+			return
+		}
+		seen[name] = true
 		switch name {
 		case "maxclients":
-			n, err := strconv.ParseInt(val, 10, 64)
-			if err != nil || n < 1 {
-				bad()
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				failed("argument couldn't be parsed into an integer")
+				return
+			}
+			if n < 1 || n > math.MaxUint32 {
+				failed("argument must be between 1 and 4294967295 inclusive")
 				return
 			}
 			apply = append(apply, func() { c.srv.maxClients.Store(n) })
@@ -398,14 +466,14 @@ func cmdConfigSet(c *Conn, args [][]byte) {
 			case "error":
 				l = slog.LevelError
 			default:
-				c.out.Err(fmt.Sprintf("CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, info, warn, error"))
+				failed("argument(s) must be one of the following: debug, info, warn, error")
 				return
 			}
 			if c.srv.cfg.LogLevel != nil {
 				apply = append(apply, func() { c.srv.cfg.LogLevel.Set(l) })
 			}
 		default:
-			c.out.Err(fmt.Sprintf("Unknown option or number of arguments for CONFIG SET - '%s'", args[i]))
+			c.out.Err("Unknown option or number of arguments for CONFIG SET - '" + cString(args[i], len(args[i])) + "'")
 			return
 		}
 	}
@@ -464,18 +532,33 @@ func cmdTime(c *Conn, args [][]byte) {
 }
 
 // cmdShutdown closes the server cleanly. Like Redis, a successful SHUTDOWN
-// sends no reply: the connection just closes.
+// sends no reply: the connection just closes. There is nothing to save:
+// every write is already in the store, so SAVE and NOSAVE change nothing,
+// but their combinations are checked as Redis checks them.
 func cmdShutdown(c *Conn, args [][]byte) {
+	var save, noSave, abort, other bool
 	for _, a := range args[1:] {
 		switch strings.ToLower(string(a)) {
-		case "nosave", "save", "now", "force":
+		case "nosave":
+			noSave = true
+		case "save":
+			save = true
+		case "now", "force":
+			other = true
 		case "abort":
-			c.out.Err("There is no shutdown in progress.")
-			return
+			abort = true
 		default:
 			c.syntaxError()
 			return
 		}
+	}
+	if (abort && (save || noSave || other)) || (save && noSave) {
+		c.syntaxError()
+		return
+	}
+	if abort {
+		c.out.Err("No shutdown in progress.")
+		return
 	}
 	c.srv.log.Info("shutdown requested", "client", c.addr)
 	c.closing = true

@@ -3,7 +3,6 @@ package resp
 import (
 	"errors"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +34,7 @@ func (c *Conn) storeError(err error) {
 }
 
 // expiryArg turns an EX/PX/EXAT/PXAT argument into an absolute unix ms
-// time, with Redis's checks and texts.
+// time, with Redis's checks and texts (getExpireMillisecondsOrReply).
 func expiryArg(unit string, arg []byte, cmd string) (int64, string) {
 	n, ok := parseInt(arg)
 	if !ok {
@@ -62,6 +61,85 @@ func expiryArg(unit string, arg []byte, cmd string) (int64, string) {
 	return n, ""
 }
 
+// option is an option word as Redis compares it: case-insensitively, and as
+// a C string, up to its first NUL.
+func option(b []byte) string { return strings.ToLower(cString(b, len(b))) }
+
+// expiryOpts are the expiry options of SET and GETEX as Redis's
+// parseExtendedStringArgumentsOrReply reads them: one kind at most, though
+// the same word may be repeated (the last value counts); the value is
+// checked only once every option has been read.
+type expiryOpts struct {
+	unit    string // "ex", "px", "exat", "pxat", or "" for none
+	value   []byte
+	keepTTL bool // SET
+	persist bool // GETEX
+}
+
+// parse takes the expiry option at args[i] and reports how many
+// arguments it used, 0 when args[i] is not an expiry option it may take
+// here.
+func (e *expiryOpts) parse(args [][]byte, i int, set bool) int {
+	switch opt := option(args[i]); opt {
+	case "keepttl":
+		if !set || (e.unit != "" || e.persist) {
+			return 0
+		}
+		e.keepTTL = true
+		return 1
+	case "persist":
+		if set || e.unit != "" || e.keepTTL {
+			return 0
+		}
+		e.persist = true
+		return 1
+	case "ex", "px", "exat", "pxat":
+		if e.keepTTL || e.persist || (e.unit != "" && e.unit != opt) || i+1 >= len(args) {
+			return 0
+		}
+		e.unit, e.value = opt, args[i+1]
+		return 2
+	}
+	return 0
+}
+
+// expiry checks the value and returns the kv form, or Redis's error text.
+func (e *expiryOpts) expiry(cmd string) (kv.Expiry, string) {
+	switch {
+	case e.keepTTL:
+		return kv.Expiry{Mode: kv.ExpiryKeep}, ""
+	case e.persist:
+		return kv.Expiry{Mode: kv.ExpiryPersist}, ""
+	case e.unit == "":
+		return kv.Expiry{}, ""
+	}
+	at, msg := expiryArg(e.unit, e.value, cmd)
+	if msg != "" {
+		return kv.Expiry{}, msg
+	}
+	return kv.Expiry{Mode: kv.ExpiryAt, At: at}, ""
+}
+
+// parseFence reads SET's FENCE value: a positive integer as LOCK.HOLD
+// grants it, written as Redis writes integers (no sign, no leading zero).
+func parseFence(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 || b[0] < '1' || b[0] > '9' {
+		return 0, false
+	}
+	var f uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if f > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		f = f*10 + d
+	}
+	return f, true
+}
+
 func cmdGet(c *Conn, args [][]byte) {
 	v, ok, err := c.srv.store.Get(args[1])
 	if err != nil {
@@ -72,44 +150,50 @@ func cmdGet(c *Conn, args [][]byte) {
 }
 
 // cmdSet is SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
-// [FENCE f]. With FENCE, LOCK-12: a key that remembers a larger fence is
-// not written.
+// [FENCE f], with Redis's order of checks: options first (a syntax error),
+// then the expiry's value, then the fence's. With FENCE, LOCK-12: a key
+// that remembers a larger fence is not written.
 func cmdSet(c *Conn, args [][]byte) {
-	var o kv.SetOptions
-	hasExpiry := false
+	var (
+		o       kv.SetOptions
+		exp     expiryOpts
+		fence   []byte
+		isFence bool
+	)
 	for i := 3; i < len(args); i++ {
-		opt := strings.ToLower(string(args[i]))
-		switch {
+		switch opt := option(args[i]); {
 		case opt == "nx" && !o.XX:
 			o.NX = true
 		case opt == "xx" && !o.NX:
 			o.XX = true
 		case opt == "get":
 			o.Get = true
-		case opt == "keepttl" && !hasExpiry:
-			o.Expiry = kv.Expiry{Mode: kv.ExpiryKeep}
-			hasExpiry = true
-		case (opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && !hasExpiry && i+1 < len(args):
-			at, msg := expiryArg(opt, args[i+1], "set")
-			if msg != "" {
-				c.out.Err(msg)
-				return
-			}
-			o.Expiry = kv.Expiry{Mode: kv.ExpiryAt, At: at}
-			hasExpiry = true
-			i++
-		case opt == "fence" && o.Fence == 0 && i+1 < len(args):
-			f, err := strconv.ParseUint(string(args[i+1]), 10, 64)
-			if err != nil || f == 0 {
-				c.out.Err("FENCE must be a positive integer")
-				return
-			}
-			o.Fence = f
+		case opt == "fence" && !isFence && i+1 < len(args):
+			// tenure's option: at most once, as the lock module's are.
+			fence, isFence = args[i+1], true
 			i++
 		default:
-			c.syntaxError()
+			n := exp.parse(args, i, true)
+			if n == 0 {
+				c.syntaxError()
+				return
+			}
+			i += n - 1
+		}
+	}
+	e, msg := exp.expiry("set")
+	if msg != "" {
+		c.out.Err(msg)
+		return
+	}
+	o.Expiry = e
+	if isFence {
+		f, ok := parseFence(fence)
+		if !ok {
+			c.out.Err("FENCE must be a positive integer")
 			return
 		}
+		o.Fence = f
 	}
 	res, err := c.srv.store.Set(args[1], args[2], o)
 	if err != nil {
@@ -169,29 +253,31 @@ func cmdGetDel(c *Conn, args [][]byte) {
 	c.out.BulkOrNull(v, ok)
 }
 
-// cmdGetEx is GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST].
+// cmdGetEx is GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]. As in Redis,
+// the expiry's value is checked only when the key exists: a missing key
+// is answered null whatever the value.
 func cmdGetEx(c *Conn, args [][]byte) {
-	var e kv.Expiry // the zero Expiry leaves the TTL as it is
-	set := false
+	var exp expiryOpts
 	for i := 2; i < len(args); i++ {
-		opt := strings.ToLower(string(args[i]))
-		switch {
-		case opt == "persist" && !set:
-			e.Mode = kv.ExpiryPersist
-			set = true
-		case (opt == "ex" || opt == "px" || opt == "exat" || opt == "pxat") && !set && i+1 < len(args):
-			at, msg := expiryArg(opt, args[i+1], "getex")
-			if msg != "" {
-				c.out.Err(msg)
-				return
-			}
-			e = kv.Expiry{Mode: kv.ExpiryAt, At: at}
-			set = true
-			i++
-		default:
+		n := exp.parse(args, i, false)
+		if n == 0 {
 			c.syntaxError()
 			return
 		}
+		i += n - 1
+	}
+	e, msg := exp.expiry("getex")
+	if msg != "" {
+		_, ok, err := c.srv.store.Get(args[1])
+		switch {
+		case err != nil:
+			c.storeError(err)
+		case !ok:
+			c.out.Null()
+		default:
+			c.out.Err(msg)
+		}
+		return
 	}
 	v, ok, err := c.srv.store.GetEx(args[1], e)
 	if err != nil {
@@ -273,8 +359,10 @@ func incrBy(c *Conn, key []byte, delta int64) {
 }
 
 func cmdIncrByFloat(c *Conn, args [][]byte) {
-	d, err := strconv.ParseFloat(string(args[2]), 64)
-	if err != nil || len(args[2]) == 0 || isSpace(args[2][0]) || isSpace(args[2][len(args[2])-1]) || math.IsNaN(d) || math.IsInf(d, 0) {
+	// Read as the stored value is read; "inf" is a float here too, and the
+	// sum then fails as NaN or Infinity, as in Redis.
+	d, ok := kv.ParseFloat(args[2])
+	if !ok {
 		c.out.Err(kv.ErrNotFloat.Error())
 		return
 	}

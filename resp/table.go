@@ -1,5 +1,10 @@
 package resp
 
+import (
+	"slices"
+	"strings"
+)
+
 // Role is what a connection is admitted to do (SPEC §5). Each role allows
 // what the one before it does.
 type Role uint8
@@ -73,14 +78,16 @@ func commandTable() map[string]*Command {
 		parent.Subcommands[name] = &Command{Name: parent.Name + "|" + name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary}
 	}
 
-	// connection: resp/conn.go
+	// connection: resp/connection.go
 	add("ping", -1, RoleRead, FlagNoAuth|FlagFast, cmdPing, "Returns the server's liveliness response.")
 	add("echo", 2, RoleRead, FlagFast, cmdEcho, "Returns the given string.")
 	add("hello", -1, RoleRead, FlagNoAuth|FlagFast, cmdHello, "Handshakes with the server (protocol 2 only).")
 	add("auth", -2, RoleRead, FlagNoAuth|FlagFast, cmdAuth, "Authenticates the connection.")
 	add("quit", -1, RoleRead, FlagNoAuth|FlagFast, cmdQuit, "Closes the connection.")
 	add("select", 2, RoleRead, FlagFast, cmdSelect, "Changes the selected database (0 only).")
-	add("reset", 1, RoleRead, FlagNoAuth|FlagFast, cmdReset, "Resets the connection.")
+	// Redis lets RESET run before AUTH; SPEC §5 allows only AUTH, HELLO,
+	// PING and QUIT there, so it does not here.
+	add("reset", 1, RoleRead, FlagFast, cmdReset, "Resets the connection.")
 	client := add("client", -2, RoleRead, 0, nil, "A container for client connection commands.")
 	sub(client, "id", 2, RoleRead, FlagFast, cmdClientID, "Returns the unique client ID of the connection.")
 	sub(client, "setname", 3, RoleRead, FlagFast, cmdClientSetName, "Sets the connection name.")
@@ -98,6 +105,7 @@ func commandTable() map[string]*Command {
 	sub(command, "info", -2, RoleRead, 0, cmdCommandInfo, "Returns information about one, multiple or all commands.")
 	sub(command, "docs", -2, RoleRead, 0, cmdCommandDocs, "Returns documentary information about one, multiple or all commands.")
 	sub(command, "list", -2, RoleRead, 0, cmdCommandList, "Returns a list of command names.")
+	sub(command, "help", 2, RoleRead, 0, cmdCommandHelp, "Returns helpful text about the different subcommands.")
 	config := add("config", -2, RoleRead, 0, nil, "A container for server configuration commands.")
 	sub(config, "get", -3, RoleRead, 0, cmdConfigGet, "Returns the effective values of configuration parameters.")
 	sub(config, "set", -4, RoleAdmin, 0, cmdConfigSet, "Sets configuration parameters in-flight.")
@@ -155,4 +163,18 @@ func commandTable() map[string]*Command {
 	add("lock.info", 3, RoleRead, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.")
 	add("lock.revoke", 3, RoleAdmin, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.")
 	return t
+}
+
+// Commands lists every row of the command table, subcommands included,
+// sorted by name: for COMMAND-like tooling and for the role matrix test.
+func Commands() []*Command {
+	var list []*Command
+	for _, c := range commandTable() {
+		list = append(list, c)
+		for _, s := range c.Subcommands {
+			list = append(list, s)
+		}
+	}
+	slices.SortFunc(list, func(a, b *Command) int { return strings.Compare(a.Name, b.Name) })
+	return list
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,7 +31,6 @@ const shutdownGrace = 30 * time.Second
 
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tenure", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
 		addr      = fs.String("addr", "127.0.0.1:6379", "`HOST:PORT` to listen on")
 		dir       = fs.String("dir", "./data", "data `directory`")
@@ -40,8 +40,19 @@ func run(args []string, stderr io.Writer) int {
 		maxConns  = fs.Int("max-clients", 10000, "most connections at once")
 		maxBulk   = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a client may send, in `bytes`")
 		logLevel  = fs.String("log-level", "info", "debug, info, warn or error")
+		tlsCert   = fs.String("tls-cert", "", "serve TLS with this PEM certificate `file` (with --tls-key)")
+		tlsKey    = fs.String("tls-key", "", "PEM private key `file` of --tls-cert")
+		tlsCA     = fs.String("tls-client-ca", "", "require client certificates signed by the CAs in this PEM `file`")
 	)
+	// A bad flag is one line of error (SPEC §9); only -h prints the usage.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "tenure: %v\n", err)
 		return 2
 	}
 	fail := func(err error) int {
@@ -71,6 +82,17 @@ func run(args []string, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
+	var tlsConfig *tls.Config
+	switch {
+	case (*tlsCert == "") != (*tlsKey == ""):
+		return fail(fmt.Errorf("--tls-cert and --tls-key go together"))
+	case *tlsCA != "" && *tlsCert == "":
+		return fail(fmt.Errorf("--tls-client-ca needs --tls-cert and --tls-key"))
+	case *tlsCert != "":
+		if tlsConfig, err = resp.LoadTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
+			return fail(err)
+		}
+	}
 	if users == nil && !*insecure && !isLoopback(*addr) {
 		return fail(fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", *addr))
 	}
@@ -84,6 +106,7 @@ func run(args []string, stderr io.Writer) int {
 		Logger:     log,
 		Users:      users,
 		LogLevel:   level,
+		TLS:        tlsConfig,
 	})
 	if err != nil {
 		return fail(err)

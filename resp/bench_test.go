@@ -1,0 +1,76 @@
+package resp_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure/resp/resptest"
+)
+
+// The benchmarks here run a real server in this process (Pebble on the
+// real disk, --fsync everysec) and talk to it over loopback with go-redis,
+// so ns/op and allocs/op are the client's and the server's together: a
+// regression in either shows. bench/ compares the same paths with Redis;
+// the lock paths have theirs in locks_bench_test.go.
+
+const (
+	benchKeys     = 10_000
+	benchPipeline = 16
+)
+
+// benchStore starts a server with benchKeys keys of 16-byte values and
+// returns a client of it.
+func benchStore(b *testing.B) (*redis.Client, []string) {
+	b.Helper()
+	srv := resptest.Start(b, resp.Config{})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true, PipelinePoolSize: -1})
+	b.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	keys := make([]string, benchKeys)
+	pipe := c.Pipeline()
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key:%05d", i)
+		pipe.Set(ctx, keys[i], "0123456789abcdef", 0)
+		if pipe.Len() == 500 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return c, keys
+}
+
+// pipelined runs b.N commands in pipelines of benchPipeline; an op is one
+// command.
+func pipelined(b *testing.B, queue func(p redis.Pipeliner, key string)) {
+	c, keys := benchStore(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		p := c.Pipeline()
+		for n := 0; n < benchPipeline && i < b.N; n, i = n+1, i+1 {
+			queue(p, keys[(i*7919)%len(keys)])
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPipelinedGet(b *testing.B) {
+	ctx := context.Background()
+	pipelined(b, func(p redis.Pipeliner, key string) { p.Get(ctx, key) })
+}
+
+func BenchmarkPipelinedSet(b *testing.B) {
+	ctx := context.Background()
+	pipelined(b, func(p redis.Pipeliner, key string) { p.Set(ctx, key, "fedcba9876543210", 0) })
+}
