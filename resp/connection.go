@@ -30,12 +30,7 @@ func cmdPing(c *Conn, args [][]byte) {
 	}
 }
 
-func cmdEcho(c *Conn, args [][]byte) {
-	if string(args[1]) == "\x00" {
-		panic("boom")
-	}
-	c.out.Bulk(args[1])
-}
+func cmdEcho(c *Conn, args [][]byte) { c.out.Bulk(args[1]) }
 
 func cmdQuit(c *Conn, args [][]byte) {
 	c.out.OK()
@@ -388,7 +383,7 @@ func cmdClientHelp(c *Conn, args [][]byte) {
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
 		"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
 		"LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
-		"KILL <ip:port> | KILL <filter> <value> [<filter> <value> ...]", "    Kill connections: ID, ADDR, LADDR, USER, SKIPME (yes|no).",
+		"KILL <ip:port> | KILL <filter> <value> [<filter> <value> ...]", "    Kill connections: ID, TYPE, ADDR, LADDR, USER, SKIPME (yes|no).",
 		"HELP", "    Print this help.",
 	)
 }

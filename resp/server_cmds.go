@@ -157,11 +157,9 @@ func splitHostPort(addr string) (string, string, error) {
 
 // The COMMAND family describes the command table itself.
 
+// cmdCommand is COMMAND alone; dispatch sends COMMAND with arguments to
+// its subcommands.
 func cmdCommand(c *Conn, args [][]byte) {
-	if len(args) > 1 {
-		c.out.Err(fmt.Sprintf("unknown subcommand '%.128s'. Try COMMAND HELP.", args[1]))
-		return
-	}
 	names := c.srv.commandNames()
 	c.out.Array(len(names))
 	for _, n := range names {

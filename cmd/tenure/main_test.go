@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,14 +27,34 @@ func TestProcess(t *testing.T) {
 	if err != nil {
 		t.Skipf("no go tool to build the server: %v", err)
 	}
+	// Built as this test was (with -race or without): the packages are in
+	// the build cache already, and a race in the server shows here too.
 	bin := filepath.Join(t.TempDir(), "tenure")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	args := []string{"build", "-o", bin}
+	if raceEnabled() {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	t.Run("KillLosesNoAcknowledgedWrite", func(t *testing.T) { testKillLosesNothing(t, bin) })
 	t.Run("SignalsShutDownCleanly", func(t *testing.T) { testSignals(t, bin) })
 	t.Run("BadStartsFailInOneLine", func(t *testing.T) { testBadStarts(t, bin) })
 	t.Run("NonLoopbackNeedsUsersOrInsecure", func(t *testing.T) { testNonLoopback(t, bin) })
+}
+
+// raceEnabled says whether this test binary was built with -race.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }
 
 var readyLine = regexp.MustCompile(`msg="ready to accept connections".* addr=(\S+)`)
