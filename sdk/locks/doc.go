@@ -1,0 +1,99 @@
+// Package locks is the Go SDK of tenure's lock module: leases with fencing
+// tokens over a go-redis client. The user writes a function; the SDK waits
+// in line for the key, keeps the lease while the function runs, cancels the
+// function's context the moment the lease is lost, lets the key go when the
+// function returns or panics, and tells the truth about what happened:
+//
+//	summaries, err := locks.OpenLock(store, "summaries", locks.TTL(30*time.Second))
+//
+//	err = summaries.Hold(ctx, chatID, func(ctx context.Context, lease *locks.Lease) error {
+//		text, err := model.Summarize(ctx, messages) // ctx ends when the lease is lost
+//		if err != nil {
+//			return err
+//		}
+//		return saveSummary(ctx, chatID, text, lease.Fence)
+//	})
+//
+// What it is for: making sure that, most of the time, one worker does a
+// piece of work, and learning when that could not be made sure. What it is
+// not for: a lease cannot stop code that ignores its context, nor a write
+// already on the wire. A holder that froze past its ttl may still write after
+// the next holder got the key. Whatever it writes to must check the fence:
+// tenure's own keys do with SET … FENCE (LOCK-12), other systems by
+// comparing fences. A Lease's Fence is larger than every fence granted
+// before it (LOCK-02), restarts of the store included.
+//
+// # When fn's context is cancelled
+//
+// fn's context is a child of Hold's ctx, and is cancelled:
+//
+//   - when a renewal is answered -LOST: the store restarted ("unknown lease"),
+//     an admin revoked the lease ("revoked by admin"), it ran out ("expired")
+//     or reached MAXHOLD ("revoked maxhold");
+//   - when the holder's deadline passes without a successful renewal
+//     ("expired"), or MaxHold less the margin is reached ("revoked maxhold");
+//   - when ctx is cancelled (then its cause is ctx's, and the lease is not lost);
+//   - after fn returns.
+//
+// In the first two cases context.Cause is the *LostError, Lease.Done is
+// closed and Lease.Lost returns it, and once fn returns Hold returns ErrLost
+// even if fn returned nil: another holder may have run beside it. Done, Err
+// and Lease.Lost compare the holder's deadline with the clock on every call,
+// so a process that wakes from a pause past its deadline sees the loss at
+// once, before its timers run. (Contexts derived from fn's learn of it when
+// the SDK's timer does, a moment later.)
+//
+// # Keeping a lease (SPEC §8)
+//
+// Each Hold draws one request id, 128 random bits, and sends it with every
+// HOLD it makes: a network error or a lost reply is retried with the same
+// id, on whatever connection the client hands out, and the store answers the
+// lease it already gave rather than a second one (LOCK-03). Waiting in line
+// is a sequence of HOLDs with that id, each waiting a chunk of half the
+// client's ReadTimeout (read from its options, never changed; a client with
+// none waits 10 s chunks), so no read times out and the place in line holds.
+// When ctx ends while waiting, a HOLD with the same id and WAIT 0 supersedes
+// the waiting one at once, and a grant that raced in is released.
+//
+// The holder's deadline is the send time of the last HOLD or RENEW that
+// succeeded, plus the ttl the store answered, less a margin (default
+// min(ttl/10, 2 s)), capped at the grant + MaxHold - margin; all on the
+// local monotonic clock. The holder gives up before the store does. A HOLD
+// that waited in line is renewed before fn starts, since its send time is
+// far behind its grant.
+//
+// A goroutine per Hold renews the lease while fn runs: at the latest ttl/3
+// after the last success; after a failure, again at least every ttl/10, on
+// any connection (an attempt whose reply is lost does not hold up the next),
+// until the holder's deadline. When fn returns or panics, renewal stops and
+// the lease is released with its id, retried until the deadline; then Hold
+// returns, or the panic goes on. Hold waits for every goroutine it started.
+//
+// # Errors
+//
+// Hold returns ErrNotHeld when fn did not run because the key was not held
+// (TryHold on a held key, Wait elapsed, ctx ended while waiting), and a
+// *LostError (errors.Is ErrLost) when the lease was lost before fn returned.
+// When fn returned an error as well, Hold returns errors.Join(fnErr,
+// lostErr): errors.Is and errors.As find both. The reason travels in
+// LostError.Reason, spelled as the store spells it (SPEC §4).
+//
+// # Options, and why these
+//
+// TTL, MaxHold and Wait are the lock module's own. Margin is the one knob a
+// user of etcd's concurrency or bsm/redislock would miss: it is how much the
+// holder distrusts its clock and its pauses. There is no retry strategy
+// (redislock's RetryStrategy): the store keeps a FIFO line and the SDK waits
+// in it, rather than polling. There is no OnLost hook and no logger: the loss
+// arrives as fn's context cause, Lease.Done and Hold's error, and a failed
+// renewal that mattered is in LostError.Err. Per-call bounds come from ctx
+// (a deadline while waiting gives ErrNotHeld wrapping it). etcd's
+// Session.Done is Lease.Done; its Mutex revision is Lease.Fence.
+//
+// # Connections
+//
+// A Hold waiting in line keeps one of the client's connections busy for
+// each chunk, and renewals need one now and then: give the client's pool
+// (PoolSize) room for the waiters and holders at once, or renewals wait
+// for a connection behind them.
+package locks

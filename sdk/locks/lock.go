@@ -1,0 +1,164 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Store is what a Lock needs of a go-redis client. *redis.Client,
+// *redis.ClusterClient, *redis.Ring and every redis.UniversalClient have it.
+// The Lock only sends commands through Do; it never changes the client.
+type Store interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+// Ranges of SPEC §3.
+const (
+	minTTL, maxTTL         = time.Second, time.Hour
+	minMaxHold, maxMaxHold = time.Second, 24 * time.Hour
+	maxLockLen, maxKeyLen  = 256, 1024
+
+	defaultTTL = 10 * time.Second
+	maxMargin  = 2 * time.Second // the default margin is min(ttl/10, maxMargin)
+)
+
+// assumedReadTimeout is the read timeout taken for a Store whose options
+// the Lock cannot read: go-redis's documented default, shorter than the 5 s
+// that v9.23 applies, so chunks stay short enough under either.
+const assumedReadTimeout = 3 * time.Second
+
+// unboundedChunk is the wait chunk for a client without a read timeout. Any
+// length would do; this one keeps a long wait visible as a sequence of
+// commands (and a dead connection bounded) without many round trips.
+const unboundedChunk = 10 * time.Second
+
+// maxInFlight bounds the RENEW or RELEASE attempts of one lease that are
+// outstanding at once: a reply swallowed by the network can hold its attempt
+// for up to the client's ReadTimeout, and the next one must not wait for it.
+const maxInFlight = 3
+
+// Option configures a Lock.
+type Option func(*Lock)
+
+// TTL sets how long a lease lasts without a renewal: from 1 s to 1 h,
+// default 10 s. A frozen or crashed holder's key returns to the line within
+// one ttl; a pause (garbage collection, a slow network) longer than about
+// 2/3 of it loses a lease that is still working.
+func TTL(d time.Duration) Option { return func(l *Lock) { l.ttl = d } }
+
+// MaxHold caps every lease at d after its grant, renewals notwithstanding
+// (LOCK-07): the store revokes it then, and the SDK gives it up a margin
+// earlier, reporting it lost with reason "revoked maxhold". From 1 s to 24 h;
+// default: no cap.
+//
+// The SDK counts d from when it sent the HOLD that was granted, which is no
+// later than the grant. After waiting in line that may be up to one wait
+// chunk early, until a renewal's reply, capped by the store at MAXHOLD,
+// shows the store's own deadline; in the last ttl before the cap every
+// renewal does.
+func MaxHold(d time.Duration) Option { return func(l *Lock) { l.maxHold = d } }
+
+// Wait bounds the time a Hold waits in line; once it has elapsed, Hold
+// returns ErrNotHeld. Default: no bound but the caller's context. Wait(0)
+// makes Hold behave like TryHold.
+func Wait(d time.Duration) Option {
+	return func(l *Lock) { l.wait, l.hasWait = d, true }
+}
+
+// Margin sets how long before the store's deadline the holder gives a lease
+// up (SPEC §8): default min(ttl/10, 2 s). Raise it when the holder's clock
+// may run slow against the store's, or when fn needs time to stop after its
+// context is cancelled; it must stay under half the ttl and under MaxHold.
+func Margin(d time.Duration) Option {
+	return func(l *Lock) { l.margin, l.hasMargin = d, true }
+}
+
+// Lock is one named lock of a tenure store, with the options its leases
+// are held with. It is safe for concurrent use; it holds no connection and
+// needs no closing.
+type Lock struct {
+	store Store
+	name  string
+
+	ttl       time.Duration
+	maxHold   time.Duration // 0: no cap
+	wait      time.Duration
+	hasWait   bool
+	margin    time.Duration
+	hasMargin bool
+
+	chunk time.Duration // WAIT of each HOLD sent while waiting in line
+}
+
+// OpenLock returns the lock called name (1 to 256 bytes) of the store behind
+// client. It sends nothing: it checks the options and reads the client's read
+// timeout, which sets how long each HOLD waits in line (half of it). An option
+// out of range is an error.
+func OpenLock(client Store, name string, opts ...Option) (*Lock, error) {
+	if client == nil {
+		return nil, fmt.Errorf("locks: open %q: nil client", name)
+	}
+	l := &Lock{store: client, name: name, ttl: defaultTTL}
+	for _, o := range opts {
+		o(l)
+	}
+	if err := l.check(); err != nil {
+		return nil, fmt.Errorf("locks: open %q: %w", name, err)
+	}
+	l.chunk = waitChunk(client)
+	return l, nil
+}
+
+func (l *Lock) check() error {
+	if len(l.name) == 0 || len(l.name) > maxLockLen {
+		return fmt.Errorf("lock name must be 1 to %d bytes", maxLockLen)
+	}
+	if l.ttl < minTTL || l.ttl > maxTTL {
+		return fmt.Errorf("TTL %v: must be from %v to %v", l.ttl, minTTL, maxTTL)
+	}
+	if l.maxHold != 0 && (l.maxHold < minMaxHold || l.maxHold > maxMaxHold) {
+		return fmt.Errorf("MaxHold %v: must be from %v to %v", l.maxHold, minMaxHold, maxMaxHold)
+	}
+	if l.hasWait && l.wait < 0 {
+		return fmt.Errorf("Wait %v: must not be negative", l.wait)
+	}
+	if !l.hasMargin {
+		l.margin = min(l.ttl/10, maxMargin)
+	}
+	if l.margin < 0 || l.margin >= l.ttl/2 {
+		return fmt.Errorf("Margin %v: must be from 0 to under half the TTL (%v)", l.margin, l.ttl)
+	}
+	if l.maxHold != 0 && l.margin >= l.maxHold {
+		return fmt.Errorf("Margin %v: must be under MaxHold (%v)", l.margin, l.maxHold)
+	}
+	return nil
+}
+
+// Name is the lock's name.
+func (l *Lock) Name() string { return l.name }
+
+// waitChunk is half the client's read timeout, so that the reply to a HOLD
+// that waited its whole chunk arrives well before the client stops reading.
+// go-redis normalizes the options of a *redis.Client and a *redis.ClusterClient
+// when it makes them (ReadTimeout <= 0 then means none); a Ring's are as
+// given (0 means the default).
+func waitChunk(client Store) time.Duration {
+	rt := assumedReadTimeout
+	switch c := client.(type) {
+	case interface{ Options() *redis.Options }:
+		rt = c.Options().ReadTimeout
+	case interface{ Options() *redis.ClusterOptions }:
+		rt = c.Options().ReadTimeout
+	case interface{ Options() *redis.RingOptions }:
+		if rt = c.Options().ReadTimeout; rt == 0 {
+			rt = assumedReadTimeout
+		}
+	}
+	if rt <= 0 {
+		return unboundedChunk
+	}
+	return max(rt/2, time.Millisecond)
+}
