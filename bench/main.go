@@ -1,0 +1,550 @@
+// Command bench measures tenure against redis-server on this machine, in
+// one run, through the same client (go-redis): tenure's leases against the
+// SET NX PX lock recipe, and plain GET and SET. It builds ./cmd/tenure,
+// starts a fresh server for every run (tenure with --fsync everysec;
+// redis-server with persistence off, and with appendfsync everysec for the
+// fair comparison), pins the servers to the same CPUs, runs every scenario
+// against each server in alternation for several rounds, and prints the
+// medians with the ratio tenure/Redis and the targets of issue 6. Raw
+// results (JSON) and a chart (SVG) go to the output directory.
+//
+// It is not a load generator for production capacity planning: client and
+// servers share one machine, and the numbers say how tenure compares with
+// Redis here, not what either does on its own hardware.
+//
+//	go run ./bench                      # or: make bench
+//	go run ./bench -duration 2s -rounds 1 -scenarios uncontended,keyspace
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scenario is one row group of the table: what it runs and what it shows.
+type scenario struct {
+	Name  string // for -scenarios and the JSON
+	Group string // the issue's scenario it belongs to: 1 to 6
+	Title string
+	Run   scenarioFunc
+	Rows  []row
+	// The chart: one throughput-like metric, and latency percentiles.
+	Rate    row
+	Latency []row
+}
+
+// row is one metric as the table shows it.
+type row struct {
+	Key, Label string
+	Unit       string // ops, ms, MB, B, s, us, n
+}
+
+// cpuRows: the server's share of one CPU in the window (near 100%, the
+// server was the bottleneck; well below, the client or the machine was),
+// and its CPU time per operation, which compares the servers' costs even
+// when the client is the bottleneck.
+func cpuRows(op string) []row {
+	return []row{{"server_cpu_pct", "server CPU, % of one CPU", "pct"}, {"cpu_us_per_op", "server CPU per " + op, "us"}}
+}
+
+var errorsRow = row{"errors", "errors", "n"}
+
+// rows joins groups of rows in order.
+func rows(groups ...[]row) []row {
+	var out []row
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+func scenarios(s *settings) []*scenario {
+	pct := func(prefix, label string) []row {
+		return []row{{prefix + "p50_ms", label + " p50", "ms"}, {prefix + "p99_ms", label + " p99", "ms"}, {prefix + "p999_ms", label + " p999", "ms"}}
+	}
+	ks := func(name, op string, pipelined bool) *scenario {
+		title := fmt.Sprintf("%s, %d clients, one command a round trip", strings.ToUpper(op), s.clients)
+		unit := "latency"
+		if pipelined {
+			title = fmt.Sprintf("%s, %d clients, pipelines of %d", strings.ToUpper(op), s.clients, s.pipeline)
+			unit = "pipeline"
+		}
+		rate, lat := row{"ops_per_sec", "commands/s", "ops"}, pct("", unit)
+		return &scenario{Name: name, Group: "6", Title: title, Run: keyspace(op, pipelined),
+			Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat}
+	}
+	cycles, cycleLat := row{"ops_per_sec", "cycles/s", "ops"}, pct("", "")
+	for i := range cycleLat {
+		cycleLat[i].Label = strings.TrimSpace(cycleLat[i].Label)
+	}
+	grants, handoffLat := row{"grants_per_sec", "grants/s", "ops"}, pct("handoff_", "handoff")
+	renewals, renewLat := row{"renewals_per_sec", "renewals/s", "ops"}, pct("", "renew")
+	bytesPer := row{"bytes_per_lease", "bytes per lease", "B"}
+	lateness := []row{{"late_p50_ms", "lateness p50", "ms"}, {"late_p99_ms", "lateness p99", "ms"}, {"late_max_ms", "lateness max", "ms"}}
+	return []*scenario{
+		{Name: "uncontended", Group: "1", Title: fmt.Sprintf("uncontended lock cycle: HOLD+RELEASE, %d clients on keys of their own", s.clients),
+			Run: uncontended, Rate: cycles, Latency: cycleLat,
+			Rows: rows([]row{cycles}, cycleLat, cpuRows("cycle"), []row{errorsRow})},
+		{Name: "contended", Group: "2", Title: fmt.Sprintf("contended handoff: %d clients on one key, no work while held", s.contenders),
+			Run: contended, Rate: grants, Latency: handoffLat,
+			Rows: rows([]row{grants, {"handoffs_per_sec", "handoffs/s (grants to another client)", "ops"}}, handoffLat,
+				[]row{{"fair_min", "grants per client, min", "n"}, {"fair_max", "grants per client, max", "n"}}, cpuRows("grant"), []row{errorsRow})},
+		{Name: "renew", Group: "3", Title: fmt.Sprintf("renewal load: %s live leases, ttl %v, renewed every ttl/3", thousands(float64(s.renewLeases)), s.renewTTL),
+			Run: renewal, Rate: renewals, Latency: renewLat,
+			Rows: rows([]row{renewals, {"offered_per_sec", "renewals/s offered", "ops"}, {"cpu_s", "server CPU in the window", "s"}},
+				cpuRows("renewal"), renewLat, []row{{"lost", "leases lost", "n"}, errorsRow})},
+		{Name: "memory", Group: "4", Title: fmt.Sprintf("memory: server RSS with %s live leases (Redis: lock keys)", thousands(float64(s.memLeases))),
+			Run: memory, Rate: bytesPer,
+			Rows: []row{{"rss_before_mb", "RSS before", "MB"}, {"rss_after_mb", "RSS after", "MB"}, bytesPer, {"load_per_sec", "pipelined holds/s while loading", "ops"}}},
+		{Name: "expiry", Group: "5", Title: fmt.Sprintf("expiry handoff: %s holders stop renewing, deadlines spread over %v, one waiter each", thousands(float64(s.expiryHolders)), s.expirySpread),
+			Run: expiry, Latency: lateness,
+			Rows: rows(lateness, []row{{"server_cpu_pct", "server CPU while granting, % of one CPU", "pct"}, {"granted", "waiters granted", "n"},
+				{"late_joins", "waiters joined after the deadline (not counted)", "n"}, errorsRow})},
+		ks("get", "get", false),
+		ks("set", "set", false),
+		ks("get-pipelined", "get", true),
+		ks("set-pipelined", "set", true),
+	}
+}
+
+func main() {
+	// go-redis logs failed dials itself (the readiness poll makes some);
+	// every error that matters reaches the scenarios as a returned error.
+	redis.SetLogger(quiet{})
+	os.Exit(mainErr(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// quiet is a go-redis logger that drops what it is given.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func mainErr(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	s := &settings{}
+	var (
+		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), or 1-6")
+		targets  = fs.String("targets", "tenure,redis-aof,redis", "servers to run against: tenure, redis-aof, redis")
+		rounds   = fs.Int("rounds", 3, "rounds; each runs every scenario against every server once")
+		outDir   = fs.String("out", "bench/out", "`directory` for results.json, chart.svg and table.txt")
+		pin      = fs.String("pin", "auto", "CPUs for the servers (taskset -c LIST); auto: the upper half of this machine's CPUs; none: no pinning")
+		pinSelf  = fs.String("client-pin", "auto", "CPUs for this program; auto: the CPUs the servers do not get; none: no pinning")
+		tenureAt = fs.String("tenure-bin", "", "use this tenure binary instead of building ./cmd/tenure")
+	)
+	fs.DurationVar(&s.duration, "duration", 1500*time.Millisecond, "measured time of each run")
+	fs.DurationVar(&s.warmup, "warmup", 300*time.Millisecond, "unmeasured time before it")
+	fs.IntVar(&s.clients, "clients", 50, "clients of the uncontended, renewal and keyspace scenarios")
+	fs.IntVar(&s.contenders, "contenders", 64, "clients on the one key of the contended scenario")
+	fs.IntVar(&s.renewLeases, "renew-leases", 100_000, "live leases in the renewal scenario")
+	fs.DurationVar(&s.renewTTL, "renew-ttl", 10*time.Second, "their ttl (renewed every ttl/3)")
+	fs.IntVar(&s.memLeases, "memory-leases", 1_000_000, "live leases in the memory scenario")
+	fs.IntVar(&s.expiryHolders, "expiry-holders", 10_000, "holders (and waiters) in the expiry scenario; each waiter holds a connection")
+	fs.DurationVar(&s.expiryTTL, "expiry-ttl", 2500*time.Millisecond, "their ttl: long enough for the holders to be spread and all waiters to join before it runs out")
+	fs.DurationVar(&s.expirySpread, "expiry-spread", time.Second, "the holders take their keys evenly over this time, so the deadlines fall due at holders/spread a second")
+	fs.IntVar(&s.pipeline, "pipeline", 16, "commands in each pipeline of the pipelined keyspace scenarios")
+	fs.StringVar(&s.retry, "redis-retry", "redislock", "the recipe's retry while waiting: redislock (exponential 16-512 ms) or redsync (random 50-250 ms)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "bench: "+format+"\n", a...)
+		return 1
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case *rounds < 1:
+		return fail("-rounds must be at least 1")
+	case s.duration <= 0 || s.warmup < 0:
+		return fail("-duration must be positive and -warmup not negative")
+	case s.clients < 1 || s.contenders < 1 || s.renewLeases < 1 || s.memLeases < 1 || s.expiryHolders < 1 || s.pipeline < 1:
+		return fail("-clients, -contenders, -renew-leases, -memory-leases, -expiry-holders and -pipeline must be at least 1")
+	case s.expiryHolders > 15_000:
+		return fail("-expiry-holders is at most 15000: each waiter holds a connection, and tenure and redis-server are started with room for 19000")
+	case s.renewTTL < time.Second || s.expiryTTL < time.Second:
+		return fail("-renew-ttl and -expiry-ttl must be at least 1s (tenure's smallest TTL)")
+	case s.expirySpread < 0 || s.expiryTTL < s.expirySpread+time.Second:
+		return fail("-expiry-ttl must be at least -expiry-spread + 1s, for the waiters to join in time")
+	case retryStrategies[s.retry] == nil:
+		return fail("-redis-retry %q: want redislock or redsync", s.retry)
+	}
+	all := scenarios(s)
+	picked, err := pickScenarios(all, *names)
+	if err != nil {
+		return fail("%v", err)
+	}
+	tgts, err := pickTargets(*targets)
+	if err != nil {
+		return fail("%v", err)
+	}
+
+	// Tools first: a machine without redis-server says so in one line.
+	redisBin, needRedis := "", false
+	for _, t := range tgts {
+		needRedis = needRedis || t.Redis
+	}
+	if needRedis {
+		if redisBin, err = exec.LookPath("redis-server"); err != nil {
+			return fail("redis-server not found on PATH: install it (Debian: apt-get install redis-server) or pass -targets tenure")
+		}
+	}
+	pins, err := planPinning(*pin, *pinSelf)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if pins.client != "" && os.Getenv(pinnedEnv) == "" {
+		// Run again under taskset, so that every thread of this program is
+		// pinned. The new image plans from the CPUs this one had, which
+		// the variable carries.
+		exe, err := os.Executable()
+		if err != nil {
+			return fail("pin this program: %v", err)
+		}
+		argv := append([]string{pins.taskset, "-c", pins.client, exe}, args...)
+		err = syscall.Exec(pins.taskset, argv, append(os.Environ(), pinnedEnv+"="+pins.all))
+		return fail("pin this program with taskset: %v", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tmp, err := os.MkdirTemp("", "tenure-bench-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(tmp)
+	progress := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+
+	tenureBin := *tenureAt
+	if tenureBin == "" && hasTenure(tgts) {
+		progress("building ./cmd/tenure")
+		if tenureBin, err = buildTenure(ctx, tmp); err != nil {
+			return fail("%v", err)
+		}
+	}
+	env := describeEnv(redisBin, pins, s, *rounds, tgts)
+	l := &launcher{tenureBin: tenureBin, redisBin: redisBin, taskset: pins.taskset, cpus: pins.server, tmp: tmp}
+	if pins.server == "" {
+		l.taskset = ""
+	}
+
+	total := *rounds * len(picked) * len(tgts)
+	progress("pinning: %s", pins.note)
+	progress("%d runs: %d rounds × %d scenarios × %d servers; %v measured each (+%v warm-up, + setup)",
+		total, *rounds, len(picked), len(tgts), s.duration, s.warmup)
+	var results []result
+	began := time.Now()
+	k := 0
+	failed := false
+	for round := 1; round <= *rounds && ctx.Err() == nil; round++ {
+		for _, sc := range picked {
+			// Alternate: each round starts with a different server.
+			for j := range tgts {
+				t := tgts[(j+round-1)%len(tgts)]
+				if ctx.Err() != nil {
+					break
+				}
+				eta := "?"
+				if k > 0 {
+					eta = (time.Since(began) / time.Duration(k) * time.Duration(total-k)).Round(time.Second).String()
+				}
+				k++
+				progress("[%d/%d, %s in, about %s to go] round %d · %s · %s", k, total, time.Since(began).Round(time.Second), eta, round, sc.Name, t.Name)
+				res := runOnce(ctx, l, s, sc, t, round, progress)
+				results = append(results, res)
+				if res.Err != "" {
+					failed = true
+					progress("    FAILED: %s", res.Err)
+				} else {
+					progress("    %s", brief(sc, res))
+				}
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return fail("interrupted")
+	}
+	env.Load[1] = loadavg()
+	rep := newReport(env, picked, tgts, results, s)
+	table := rep.table()
+	fmt.Fprint(stdout, table)
+	if err := rep.write(*outDir, table); err != nil {
+		return fail("write results: %v", err)
+	}
+	fmt.Fprintf(stdout, "\nraw results: %s  chart: %s  table: %s\n",
+		filepath.Join(*outDir, "results.json"), filepath.Join(*outDir, "chart.svg"), filepath.Join(*outDir, "table.txt"))
+	progress("done in %s", time.Since(began).Round(time.Second))
+	if failed {
+		return fail("some runs failed; see FAILED above")
+	}
+	return 0
+}
+
+// result is one run: one scenario against one fresh server in one round.
+type result struct {
+	Scenario string             `json:"scenario"`
+	Target   string             `json:"target"`
+	Round    int                `json:"round"`
+	Seconds  float64            `json:"seconds"` // wall time of the run, setup included
+	Metrics  map[string]float64 `json:"metrics,omitempty"`
+	Err      string             `json:"error,omitempty"`
+}
+
+func runOnce(ctx context.Context, l *launcher, s *settings, sc *scenario, t *target, round int, progress func(string, ...any)) result {
+	res := result{Scenario: sc.Name, Target: t.Name, Round: round}
+	start := time.Now()
+	defer func() { res.Seconds = time.Since(start).Seconds() }()
+	p, err := l.start(ctx, t)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	defer p.stop()
+	var lk locker = tenureLocker{chunk: readTimeout / 2}
+	if t.Redis {
+		lk = redisLocker{backoff: retryStrategies[s.retry]}
+	}
+	// Generous: a run that hangs is a bug to report, not to wait out.
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	m, err := sc.Run(rctx, &run{cfg: s, p: p, lk: lk, progress: progress})
+	select {
+	case <-p.exited:
+		err = fmt.Errorf("%s exited during the run (%v): %s", t.Name, p.err, p.logTail())
+	default:
+	}
+	res.Metrics = m
+	if err != nil {
+		res.Err = err.Error()
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res
+}
+
+// brief is a run's progress line: its rate and its p99, or what it has.
+func brief(sc *scenario, r result) string {
+	var parts []string
+	for _, rw := range append([]row{sc.Rate}, sc.Latency...) {
+		if rw.Key == "" {
+			continue
+		}
+		if v, ok := r.Metrics[rw.Key]; ok {
+			parts = append(parts, rw.Label+" "+format(v, rw.Unit))
+		}
+	}
+	if e := r.Metrics["errors"]; e > 0 {
+		parts = append(parts, fmt.Sprintf("errors %.0f", e))
+	}
+	if r.Metrics["stalled"] > 0 {
+		parts = append(parts, "STALLED: no operation completed in the measured window")
+	}
+	return strings.Join(parts, " · ") + fmt.Sprintf("  (%.1fs)", r.Seconds)
+}
+
+func pickScenarios(all []*scenario, spec string) ([]*scenario, error) {
+	if spec == "all" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, f := range strings.Split(spec, ",") {
+		f = strings.TrimSpace(f)
+		found := false
+		for _, sc := range all {
+			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") {
+				want[sc.Name], found = true, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("-scenarios: unknown %q", f)
+		}
+	}
+	var out []*scenario
+	for _, sc := range all {
+		if want[sc.Name] {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+func pickTargets(spec string) ([]*target, error) {
+	var out []*target
+	for _, f := range strings.Split(spec, ",") {
+		f = strings.TrimSpace(f)
+		found := false
+		for _, t := range allTargets {
+			if t.Name == f {
+				out, found = append(out, t), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("-targets: unknown %q (want tenure, redis-aof, redis)", f)
+		}
+	}
+	return out, nil
+}
+
+func hasTenure(ts []*target) bool {
+	for _, t := range ts {
+		if !t.Redis {
+			return true
+		}
+	}
+	return false
+}
+
+// buildTenure builds ./cmd/tenure of the module this program runs in.
+func buildTenure(ctx context.Context, dir string) (string, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		// go run may have been called by its full path: try the toolchain
+		// this program was built with.
+		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(gobin); err != nil {
+			return "", errors.New("go not found on PATH: it builds ./cmd/tenure (or pass -tenure-bin)")
+		}
+	}
+	out, err := exec.CommandContext(ctx, gobin, "env", "GOMOD").Output()
+	mod := strings.TrimSpace(string(out))
+	if err != nil || mod == "" || mod == os.DevNull {
+		return "", errors.New("run from inside the tenure module (the directory of go.mod), or pass -tenure-bin")
+	}
+	bin := filepath.Join(dir, "tenure")
+	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, "./cmd/tenure")
+	cmd.Dir = filepath.Dir(mod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build ./cmd/tenure: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// pinning is where the servers and this program run.
+type pinning struct {
+	taskset string // its path; empty when not pinning
+	server  string // CPU list for the servers; empty: not pinned
+	client  string // CPU list for this program; empty: not pinned
+	all     string // the CPUs there were to share
+	note    string // for the header
+}
+
+// pinnedEnv marks the image that runs under taskset already, and holds
+// the CPU list its parent had.
+const pinnedEnv = "TENURE_BENCH_PINNED"
+
+func planPinning(server, client string) (pinning, error) {
+	var p pinning
+	ts, err := exec.LookPath("taskset")
+	if err != nil {
+		if server != "none" && server != "auto" || client != "none" && client != "auto" {
+			return p, errors.New("taskset not found on PATH: -pin and -client-pin need it (Debian: util-linux)")
+		}
+		p.note = "none (taskset not found)"
+		return p, nil
+	}
+	allowed, ok := os.LookupEnv(pinnedEnv)
+	if !ok {
+		var err error
+		if allowed, err = allowedCPUs(); err != nil {
+			return p, err
+		}
+	}
+	cpus, err := parseCPUList(allowed)
+	if err != nil {
+		return p, err
+	}
+	p.all = allowed
+	switch server {
+	case "none":
+	case "auto":
+		if len(cpus) >= 2 {
+			p.server = cpuList(cpus[len(cpus)/2:])
+		}
+	default:
+		p.server = server
+	}
+	switch client {
+	case "none":
+	case "auto":
+		if server == "auto" && len(cpus) >= 2 {
+			p.client = cpuList(cpus[:len(cpus)/2])
+		}
+	default:
+		p.client = client
+	}
+	if p.server != "" || p.client != "" {
+		p.taskset = ts
+	}
+	switch {
+	case p.server == "" && len(cpus) < 2 && server == "auto":
+		p.note = fmt.Sprintf("none (%d CPU)", len(cpus))
+	case p.server == "":
+		p.note = "servers not pinned"
+	default:
+		p.note = fmt.Sprintf("both servers on CPU %s (taskset -c %s)", p.server, p.server)
+	}
+	if p.client != "" {
+		p.note += fmt.Sprintf("; this client on CPU %s", p.client)
+	} else {
+		p.note += "; this client not pinned"
+	}
+	return p, nil
+}
+
+// allowedCPUs is the Cpus_allowed_list of /proc/self/status, e.g. "0-1,4".
+func allowedCPUs() (string, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", errors.New("no Cpus_allowed_list in /proc/self/status")
+}
+
+// parseCPUList reads a CPU list as taskset -c and /proc write it: "0-1,4".
+func parseCPUList(v string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(v, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("CPU list %q: %w", v, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("CPU list %q: %w", v, err)
+			}
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}

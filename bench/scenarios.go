@@ -1,0 +1,657 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// settings are the knobs of the scenarios, from the flags.
+type settings struct {
+	duration      time.Duration // measured part of each run
+	warmup        time.Duration // before it, unmeasured
+	clients       int           // uncontended, renewal workers, keyspace
+	contenders    int           // contended handoff
+	renewLeases   int
+	renewTTL      time.Duration
+	memLeases     int
+	expiryHolders int
+	expiryTTL     time.Duration
+	expirySpread  time.Duration
+	pipeline      int
+	retry         string // the recipe's retry strategy: redislock or redsync
+}
+
+// run is what a scenario gets for one run against one fresh server.
+type run struct {
+	cfg      *settings
+	p        *process
+	lk       locker
+	progress func(format string, args ...any) // a line on stderr
+}
+
+type scenarioFunc func(ctx context.Context, r *run) (map[string]float64, error)
+
+// lockTTL is the ttl of leases that are released, not renewed: the SDK's
+// default. It matters to tenure, which remembers an ended lease's reqid for
+// a ttl (SPEC §3), so memory under churn grows with it.
+const lockTTL = 10 * time.Second
+
+// readTimeout is the clients' read timeout; tenure's waits are chunks of
+// half of it, as the SDK's are.
+const readTimeout = 10 * time.Second
+
+// newClient is the go-redis client every scenario uses, the same for both
+// servers: RESP2 (tenure answers HELLO 3 with -NOPROTO), no client-side
+// retries (a retry would hide an error), pipelines on the main pool.
+func newClient(addr string, pool, buf int) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:             addr,
+		Protocol:         2,
+		DisableIdentity:  true,
+		PoolSize:         pool,
+		PipelinePoolSize: -1,
+		PoolTimeout:      30 * time.Second,
+		MaxRetries:       -1,
+		DialTimeout:      10 * time.Second,
+		ReadTimeout:      readTimeout,
+		WriteTimeout:     10 * time.Second,
+		ReadBufferSize:   buf,
+		WriteBufferSize:  buf,
+		ConnMaxIdleTime:  -1,
+	})
+}
+
+// warm opens n connections of c's pool at once, so that dialing is not
+// measured, and readies the dialect on the server.
+func (r *run) warm(ctx context.Context, c *redis.Client, n int) error {
+	conns := make([]*redis.Conn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			conns[i] = c.Conn()
+			errs[i] = conns[i].Ping(ctx).Err()
+		})
+	}
+	wg.Wait()
+	for _, cn := range conns {
+		cn.Close() // back to the pool, still open
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("open %d connections: %w", n, err)
+	}
+	return r.lk.prepare(ctx, c)
+}
+
+// failures counts failed operations and keeps the first error.
+type failures struct {
+	n     atomic.Int64
+	once  sync.Once
+	first error
+}
+
+func (f *failures) add(err error) {
+	f.n.Add(1)
+	f.once.Do(func() { f.first = err })
+}
+
+// verdict fails the run if nothing succeeded and something failed;
+// otherwise errors are a metric. A run in which nothing completed and
+// nothing failed measured a stall (a busy disk holds up an AOF fsync, and
+// Redis its writes, for up to 2 s): its rate is zero, and stalled says so.
+func (f *failures) verdict(m map[string]float64, succeeded int) error {
+	m["errors"] = float64(f.n.Load())
+	if succeeded == 0 && f.first != nil {
+		return f.first
+	}
+	if succeeded == 0 {
+		m["stalled"] = 1
+	}
+	return nil
+}
+
+// meter reads the server's CPU time at the window's start and end, so a
+// run shows whether the server was the bottleneck (near 100% of the CPUs
+// it is pinned to) or the client was. Call the function it returns after
+// the window, with the operations done in it, to put the server's CPU
+// seconds, its share of one CPU and its CPU time per operation into m.
+func (r *run) meter(w window) func(m map[string]float64, ops int) error {
+	var cpu [2]time.Duration
+	var errs [2]error
+	var wg sync.WaitGroup
+	for k, at := range []int64{w.from, w.to} {
+		wg.Go(func() {
+			sleepUntil(at)
+			cpu[k], errs[k] = r.p.cpuTime()
+		})
+	}
+	return func(m map[string]float64, ops int) error {
+		wg.Wait()
+		if err := errors.Join(errs[:]...); err != nil {
+			return fmt.Errorf("read server CPU time: %w", err)
+		}
+		m["cpu_s"] = (cpu[1] - cpu[0]).Seconds()
+		m["server_cpu_pct"] = 100 * m["cpu_s"] / w.seconds()
+		if ops > 0 {
+			m["cpu_us_per_op"] = m["cpu_s"] / float64(ops) * 1e6
+		}
+		return nil
+	}
+}
+
+// uncontended: clients workers, each HOLD+RELEASE on keys of its own. One
+// op is the cycle, two round trips.
+func uncontended(ctx context.Context, r *run) (map[string]float64, error) {
+	n := r.cfg.clients
+	c := newClient(r.p.addr, n+4, 16<<10)
+	defer c.Close()
+	if err := r.warm(ctx, c, n); err != nil {
+		return nil, err
+	}
+	w := newWindow(r.cfg.warmup, r.cfg.duration)
+	cpu := r.meter(w)
+	samples := make([][]int64, n)
+	var fail failures
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			rng := newRand()
+			keys := make([]string, 16)
+			for j := range keys {
+				keys[j] = "own:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
+			}
+			for j := 0; ctx.Err() == nil; j++ {
+				start := now()
+				if start >= w.to {
+					return
+				}
+				l, err := r.lk.hold(ctx, c, rng, keys[j%len(keys)], lockTTL)
+				if err == nil {
+					err = r.lk.release(ctx, c, l)
+				}
+				end := now()
+				if err != nil {
+					fail.add(err)
+					continue
+				}
+				if w.holds(start, end) {
+					samples[i] = append(samples[i], end-start)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lat := summarize(samples)
+	m := map[string]float64{"ops_per_sec": float64(lat.N) / w.seconds()}
+	lat.put(m, "")
+	if err := cpu(m, lat.N); err != nil {
+		return nil, err
+	}
+	return m, fail.verdict(m, lat.N)
+}
+
+// contended: contenders workers on one key, each releasing at once when
+// granted and asking again. A handoff is a grant to another client than
+// the last holder; its latency runs from the moment the last holder sent
+// RELEASE to the moment the next one has its grant. One holder at a time,
+// so the last release recorded before a grant is the one that freed the
+// key. (The recipe's releaser, retrying at once while the others sleep in
+// backoff, mostly takes the key back itself: those grants count as grants,
+// not handoffs.)
+func contended(ctx context.Context, r *run) (map[string]float64, error) {
+	n := r.cfg.contenders
+	c := newClient(r.p.addr, n+4, 16<<10)
+	defer c.Close()
+	if err := r.warm(ctx, c, n); err != nil {
+		return nil, err
+	}
+	w := newWindow(r.cfg.warmup, r.cfg.duration)
+	// Waiting recipe clients stop at the window's end; tenure's are
+	// granted in turn and leave.
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(w.to-now()))
+	defer cancel()
+	cpu := r.meter(w)
+	var lastRelease, lastHolder atomic.Int64
+	lastHolder.Store(-1)
+	grants := make([]int, n)
+	handed := make([]int, n)
+	handoffs := make([][]int64, n)
+	var fail failures
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			rng := newRand()
+			for ctx.Err() == nil && now() < w.to {
+				l, err := r.lk.hold(wctx, c, rng, "hot", lockTTL)
+				granted := now()
+				if err != nil {
+					if wctx.Err() == nil {
+						fail.add(err)
+					}
+					continue
+				}
+				if granted >= w.from && granted <= w.to {
+					grants[i]++
+					if prev := lastRelease.Load(); prev >= w.from && lastHolder.Load() != int64(i) {
+						handed[i]++
+						handoffs[i] = append(handoffs[i], granted-prev)
+					}
+				}
+				lastHolder.Store(int64(i))
+				lastRelease.Store(now())
+				if err := r.lk.release(ctx, c, l); err != nil {
+					fail.add(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	total, nhanded, least, most := 0, 0, grants[0], grants[0]
+	for i, g := range grants {
+		total += g
+		nhanded += handed[i]
+		least, most = min(least, g), max(most, g)
+	}
+	lat := summarize(handoffs)
+	m := map[string]float64{
+		"grants_per_sec":   float64(total) / w.seconds(),
+		"handoffs_per_sec": float64(nhanded) / w.seconds(),
+		"fair_min":         float64(least),
+		"fair_max":         float64(most),
+	}
+	lat.put(m, "handoff_")
+	if err := cpu(m, total); err != nil {
+		return nil, err
+	}
+	return m, fail.verdict(m, total)
+}
+
+// bulkHold takes n keys named prefix+i for ttl, through pipelines of 256
+// from 8 workers, and returns the leases if keep. Every key must be free.
+func (r *run) bulkHold(ctx context.Context, c *redis.Client, prefix string, n int, ttl time.Duration, keep bool) ([]lease, error) {
+	const workers, batch = 8, 256
+	var leases []lease
+	if keep {
+		leases = make([]lease, n)
+	}
+	var done atomic.Int64
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				r.progress("    holding %s keys: %d/%d", strings.TrimSuffix(prefix, ":"), done.Load(), n)
+			}
+		}
+	}()
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for wk := range workers {
+		wg.Go(func() {
+			rng := newRand()
+			for lo := wk * batch; lo < n && ctx.Err() == nil; lo += workers * batch {
+				hi := min(lo+batch, n)
+				pipe := c.Pipeline()
+				parse := make([]func() (lease, bool, error), 0, hi-lo)
+				for i := lo; i < hi; i++ {
+					parse = append(parse, r.lk.tryHold(ctx, pipe, rng, prefix+strconv.Itoa(i), ttl))
+				}
+				pipe.Exec(ctx) // each reply is read below, errors included
+				for k, p := range parse {
+					l, ok, err := p()
+					switch {
+					case err != nil:
+						errs[wk] = err
+						return
+					case !ok:
+						errs[wk] = fmt.Errorf("%s%d was not free", prefix, lo+k)
+						return
+					case keep:
+						leases[lo+k] = l
+					}
+				}
+				done.Add(int64(hi - lo))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return leases, ctx.Err()
+}
+
+// renewal: renewLeases live leases, renewed at ttl/3 as the SDK renews,
+// spread evenly over the period by clients workers. The offered load is
+// fixed (leases / (ttl/3) per second); what differs is whether the server
+// keeps up, how fast it answers, and the CPU it burns doing so.
+func renewal(ctx context.Context, r *run) (map[string]float64, error) {
+	n, ttl := r.cfg.clients, r.cfg.renewTTL
+	c := newClient(r.p.addr, n+8, 16<<10)
+	defer c.Close()
+	if err := r.warm(ctx, c, n+8); err != nil {
+		return nil, err
+	}
+	leases, err := r.bulkHold(ctx, c, "renew:", r.cfg.renewLeases, ttl, true)
+	if err != nil {
+		return nil, err
+	}
+	period := ttl / 3
+	start := now()
+	w := window{from: start + int64(r.cfg.warmup), to: start + int64(r.cfg.warmup+r.cfg.duration)}
+	cpu := r.meter(w)
+	samples := make([][]int64, n)
+	lost := make([]int, n)
+	var fail failures
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var mine []lease
+			for j := i; j < len(leases); j += n {
+				mine = append(mine, leases[j])
+			}
+			if len(mine) == 0 {
+				return
+			}
+			step := int64(period) / int64(len(mine))
+			next := start + int64(i)*step/int64(n) // workers staggered
+			for k := 0; ctx.Err() == nil; k, next = k+1, next+step {
+				if next >= w.to {
+					return
+				}
+				sleepUntil(next)
+				l := mine[k%len(mine)]
+				if l.id == "" {
+					continue // lost earlier
+				}
+				s := now()
+				err := r.lk.renew(ctx, c, l, ttl)
+				e := now()
+				switch {
+				case errors.Is(err, errLost):
+					lost[i]++
+					mine[k%len(mine)] = lease{}
+				case err != nil:
+					fail.add(err)
+				case w.holds(s, e):
+					samples[i] = append(samples[i], e-s)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lat := summarize(samples)
+	nlost := 0
+	for _, x := range lost {
+		nlost += x
+	}
+	m := map[string]float64{
+		"renewals_per_sec": float64(lat.N) / w.seconds(),
+		"offered_per_sec":  float64(len(leases)) / period.Seconds(),
+		"lost":             float64(nlost),
+	}
+	if err := cpu(m, lat.N); err != nil {
+		return nil, err
+	}
+	lat.put(m, "")
+	return m, fail.verdict(m, lat.N)
+}
+
+// memory: the server's RSS before and after memLeases live leases (the
+// recipe: as many lock keys), as bytes per lease. One connection pool is
+// open in both readings, so connections are not counted.
+func memory(ctx context.Context, r *run) (map[string]float64, error) {
+	c := newClient(r.p.addr, 12, 64<<10)
+	defer c.Close()
+	if err := r.warm(ctx, c, 8); err != nil {
+		return nil, err
+	}
+	before, err := r.p.rss()
+	if err != nil {
+		return nil, err
+	}
+	n := r.cfg.memLeases
+	start := time.Now()
+	// Ten minutes: alive however long the loading takes.
+	if _, err := r.bulkHold(ctx, c, "mem:", n, 10*time.Minute, false); err != nil {
+		return nil, err
+	}
+	load := time.Since(start)
+	time.Sleep(time.Second) // let a collection that the load started finish
+	after, err := r.p.rss()
+	if err != nil {
+		return nil, err
+	}
+	live, err := liveLocks(ctx, c, r.p.target)
+	if err != nil {
+		return nil, err
+	}
+	if live != n {
+		return nil, fmt.Errorf("%d live leases after holding %d", live, n)
+	}
+	return map[string]float64{
+		"rss_before_mb":   float64(before) / (1 << 20),
+		"rss_after_mb":    float64(after) / (1 << 20),
+		"bytes_per_lease": float64(after-before) / float64(n),
+		"load_per_sec":    float64(n) / load.Seconds(),
+	}, nil
+}
+
+// liveLocks counts live leases: INFO locks on tenure, DBSIZE on Redis.
+func liveLocks(ctx context.Context, c *redis.Client, t *target) (int, error) {
+	if t.Redis {
+		n, err := c.DBSize(ctx).Result()
+		return int(n), err
+	}
+	info, err := c.Info(ctx, "locks").Result()
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "leases:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO locks has no leases field")
+}
+
+// expiry: expiryHolders holders take a key each for expiryTTL and never
+// renew; each key has one waiter. The holders take their keys evenly over
+// expirySpread, so the deadlines come at a known rate (holders/spread a
+// second) whatever the server: a burst of expiries the server must turn
+// into grants as fast as they fall due. The lateness of a waiter's grant is from
+// its holder's deadline, taken as the time the holder sent its HOLD (or
+// SET) plus the ttl: the store's deadline is no earlier, so the lateness
+// shown is, if anything, too large. Tenure's waiters wait in line, one
+// connection each; the recipe's retry with backoff.
+func expiry(ctx context.Context, r *run) (map[string]float64, error) {
+	h, ttl := r.cfg.expiryHolders, r.cfg.expiryTTL
+	hc := newClient(r.p.addr, r.cfg.clients+4, 16<<10)
+	defer hc.Close()
+	wc := newClient(r.p.addr, h+4, 4<<10)
+	defer wc.Close()
+	if err := r.warm(ctx, hc, r.cfg.clients); err != nil {
+		return nil, err
+	}
+	if err := r.warm(ctx, wc, h); err != nil {
+		return nil, err
+	}
+	keys := make([]string, h)
+	for i := range keys {
+		keys[i] = "exp:" + strconv.Itoa(i)
+	}
+	deadline := make([]int64, h)
+	var fail failures
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	holding := now()
+	step := int64(r.cfg.expirySpread) / int64(h)
+	for range r.cfg.clients {
+		wg.Go(func() {
+			rng := newRand()
+			for i := int(next.Add(1) - 1); i < h && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				sleepUntil(holding + int64(i)*step)
+				sent := now()
+				if _, err := r.lk.hold(ctx, hc, rng, keys[i], ttl); err != nil {
+					fail.add(err)
+					deadline[i] = -1
+					continue
+				}
+				deadline[i] = sent + int64(ttl)
+			}
+		})
+	}
+	wg.Wait()
+	if fail.first != nil {
+		return nil, fmt.Errorf("holders: %w", fail.first)
+	}
+	setup := now()
+	wctx, cancel := context.WithTimeout(ctx, ttl+30*time.Second)
+	defer cancel()
+	// The server's CPU from the first deadline to the last grant: near
+	// 100%, the expiries came faster than it could turn them into grants.
+	first := deadline[0]
+	for _, d := range deadline {
+		if d > 0 {
+			first = min(first, d)
+		}
+	}
+	var cpuFrom time.Duration
+	var cpuErr error
+	var meter sync.WaitGroup
+	meter.Go(func() {
+		sleepUntil(first)
+		cpuFrom, cpuErr = r.p.cpuTime()
+	})
+	late := make([][]int64, h)
+	var lateJoins, early atomic.Int64
+	for i := range h {
+		wg.Go(func() {
+			if now() >= deadline[i] {
+				lateJoins.Add(1) // joined after the deadline: not a measure of the store
+				return
+			}
+			_, err := r.lk.hold(wctx, wc, newRand(), keys[i], lockTTL)
+			granted := now()
+			if err != nil {
+				fail.add(err)
+				return
+			}
+			if granted < deadline[i] {
+				early.Add(1)
+			}
+			late[i] = []int64{max(granted-deadline[i], 0)}
+		})
+	}
+	wg.Wait()
+	end := now()
+	meter.Wait()
+	cpuTo, err := r.p.cpuTime()
+	if err = errors.Join(cpuErr, err); err != nil {
+		return nil, fmt.Errorf("read server CPU time: %w", err)
+	}
+	lat := summarize(late)
+	m := map[string]float64{
+		"server_cpu_pct": 100 * (cpuTo - cpuFrom).Seconds() / (float64(end-first) / 1e9),
+		"granted":        float64(lat.N),
+		"late_joins":     float64(lateJoins.Load()),
+		"early":          float64(early.Load()),
+		"setup_s":        float64(setup-holding) / 1e9,
+	}
+	if lat.N > 0 {
+		m["late_p50_ms"], m["late_p99_ms"], m["late_max_ms"] = lat.P50, lat.P99, lat.Max
+	}
+	return m, fail.verdict(m, lat.N)
+}
+
+// keyspace returns the GET or SET scenario, one command a round trip or
+// pipelines of r.cfg.pipeline; ops are commands, latency is per round trip.
+func keyspace(op string, pipelined bool) scenarioFunc {
+	return func(ctx context.Context, r *run) (map[string]float64, error) {
+		const nkeys = 10_000
+		n := r.cfg.clients
+		c := newClient(r.p.addr, n+4, 16<<10)
+		defer c.Close()
+		if err := r.warm(ctx, c, n); err != nil {
+			return nil, err
+		}
+		value := []byte("0123456789abcdef")
+		keys := make([]string, nkeys)
+		pipe := c.Pipeline()
+		for i := range keys {
+			keys[i] = "key:" + strconv.Itoa(i)
+			pipe.Set(ctx, keys[i], value, 0)
+			if pipe.Len() == 500 || i == len(keys)-1 {
+				if _, err := pipe.Exec(ctx); err != nil {
+					return nil, fmt.Errorf("fill: %w", err)
+				}
+			}
+		}
+		batch := 1
+		if pipelined {
+			batch = r.cfg.pipeline
+		}
+		w := newWindow(r.cfg.warmup, r.cfg.duration)
+		cpu := r.meter(w)
+		samples := make([][]int64, n)
+		var fail failures
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				rng := newRand()
+				do := func(cmd redis.Cmdable) error {
+					k := keys[rng.IntN(len(keys))]
+					if op == "get" {
+						return cmd.Get(ctx, k).Err()
+					}
+					return cmd.Set(ctx, k, value, 0).Err()
+				}
+				for ctx.Err() == nil {
+					start := now()
+					if start >= w.to {
+						return
+					}
+					var err error
+					if pipelined {
+						p := c.Pipeline()
+						for range batch {
+							do(p)
+						}
+						_, err = p.Exec(ctx)
+					} else {
+						err = do(c)
+					}
+					end := now()
+					if err != nil {
+						fail.add(err)
+						continue
+					}
+					if w.holds(start, end) {
+						samples[i] = append(samples[i], end-start)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		lat := summarize(samples)
+		m := map[string]float64{"ops_per_sec": float64(lat.N*batch) / w.seconds()}
+		lat.put(m, "")
+		if err := cpu(m, lat.N*batch); err != nil {
+			return nil, err
+		}
+		return m, fail.verdict(m, lat.N)
+	}
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A target is one server configuration the scenarios run against.
+type target struct {
+	Name  string // tenure, redis-aof, redis
+	Redis bool   // a redis-server (the SET NX PX recipe) rather than tenure
+	AOF   bool   // redis-server with appendonly yes, appendfsync everysec
+	About string // one line for the header
+}
+
+var allTargets = []*target{
+	{Name: "tenure", About: "tenure --fsync everysec (leases in memory, epoch on disk; keys on Pebble)"},
+	{Name: "redis-aof", Redis: true, AOF: true, About: "redis-server, appendonly yes, appendfsync everysec (the fair comparison)"},
+	{Name: "redis", Redis: true, About: "redis-server, persistence off (save \"\", appendonly no)"},
+}
+
+// process is one running server, started fresh for each run so that no run
+// inherits another's leases, garbage or CPU time.
+type process struct {
+	target *target
+	cmd    *exec.Cmd
+	pid    int
+	addr   string
+	dir    string
+	logf   *os.File
+	exited chan struct{} // closed when the process has exited
+	logged chan struct{} // closed when all its output is in its log
+	err    error         // its Wait error, once exited is closed
+}
+
+// launcher starts servers: the tenure binary it built, redis-server from
+// PATH, both under the same taskset (or neither).
+type launcher struct {
+	tenureBin string
+	redisBin  string
+	taskset   string // path of taskset; empty: no pinning
+	cpus      string // CPU list for the servers, as taskset -c takes it
+	tmp       string // the run's temp dir; each server gets a dir inside
+	seq       int
+}
+
+// start launches a fresh server for t and waits until it answers PING.
+func (l *launcher) start(ctx context.Context, t *target) (*process, error) {
+	l.seq++
+	dir := filepath.Join(l.tmp, fmt.Sprintf("%03d-%s", l.seq, t.Name))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return nil, err
+	}
+	p := &process{target: t, dir: dir, logf: logf, exited: make(chan struct{}), logged: make(chan struct{})}
+	var argv []string
+	if t.Redis {
+		port, err := freePort()
+		if err != nil {
+			logf.Close()
+			return nil, err
+		}
+		p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		conf := filepath.Join(dir, "redis.conf")
+		if err := os.WriteFile(conf, redisConf(port, dir, t.AOF), 0o644); err != nil {
+			logf.Close()
+			return nil, err
+		}
+		argv = []string{l.redisBin, conf}
+	} else {
+		// Port 0: tenure logs the address it got, and we read it there.
+		argv = []string{l.tenureBin, "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, "data"),
+			"--fsync", "everysec", "--max-clients", "19000"}
+	}
+	if l.taskset != "" {
+		// taskset execs the server in place, so the pid stays the server's.
+		argv = append([]string{l.taskset, "-c", l.cpus}, argv...)
+	}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Stdout = logf
+	ready := make(chan string, 1)
+	p.cmd.Stderr = logf
+	var pw *io.PipeWriter
+	if !t.Redis {
+		var pr *io.PipeReader
+		pr, pw = io.Pipe()
+		p.cmd.Stderr = pw
+		go func() {
+			defer close(p.logged)
+			watchReady(pr, logf, ready)
+		}()
+	} else {
+		close(p.logged)
+	}
+	if err := p.cmd.Start(); err != nil {
+		if pw != nil {
+			pw.Close()
+			<-p.logged
+		}
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", t.Name, err)
+	}
+	p.pid = p.cmd.Process.Pid
+	go func() {
+		p.err = p.cmd.Wait()
+		if pw != nil {
+			pw.Close() // watchReady drains what is left and returns
+		}
+		close(p.exited)
+	}()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	if !t.Redis {
+		select {
+		case p.addr = <-ready:
+		case <-p.exited:
+			return nil, fmt.Errorf("tenure exited before it was ready (%v): %s", p.err, p.logTail())
+		case <-deadline.C:
+			p.stop()
+			return nil, fmt.Errorf("tenure did not log %q within 30s: %s", readyLine, p.logTail())
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		}
+	}
+	// Both must answer before a run starts: wait for the listener, not a
+	// sleep. (A raw PING: go-redis's pool backs off for a second after a
+	// failed dial, which would add a second to every run.)
+	for {
+		err := ping(p.addr)
+		if err == nil {
+			return p, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("%s exited before it was ready (%v): %s", t.Name, p.err, p.logTail())
+		case <-deadline.C:
+			p.stop()
+			return nil, fmt.Errorf("%s did not answer PING within 30s (%v): %s", t.Name, err, p.logTail())
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ping sends PING on a fresh connection and wants +PONG.
+func ping(addr string) error {
+	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(time.Second))
+	if _, err := nc.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+const readyLine = "ready to accept connections"
+
+// watchReady copies tenure's stderr to its log and sends the address of its
+// "ready to accept connections addr=HOST:PORT" line.
+func watchReady(r io.Reader, log io.Writer, ready chan<- string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sent := false
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(log, line)
+		if sent || !strings.Contains(line, readyLine) {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if a, ok := strings.CutPrefix(f, "addr="); ok {
+				ready <- strings.Trim(a, `"`)
+				sent = true
+			}
+		}
+	}
+	io.Copy(log, r)
+}
+
+// redisConf is a redis.conf for a benchmark server: loopback, its own dir,
+// no RDB snapshots, AOF as asked, and room for as many clients as tenure.
+func redisConf(port int, dir string, aof bool) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "bind 127.0.0.1\nport %d\nprotected-mode no\ndaemonize no\n", port)
+	fmt.Fprintf(&b, "dir %q\nlogfile \"\"\nloglevel warning\nsave \"\"\nmaxclients 19000\n", dir)
+	if aof {
+		b.WriteString("appendonly yes\nappendfsync everysec\n")
+	} else {
+		b.WriteString("appendonly no\n")
+	}
+	return b.Bytes()
+}
+
+// stop asks the server to exit (SIGTERM) and kills it if it has not within
+// 20 seconds; it removes the server's data.
+func (p *process) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+	<-p.logged
+	p.logf.Close()
+	os.RemoveAll(filepath.Join(p.dir, "data"))
+	os.RemoveAll(filepath.Join(p.dir, "appendonlydir"))
+}
+
+// logTail is the end of the server's log, for an error message.
+func (p *process) logTail() string {
+	b, _ := os.ReadFile(p.logf.Name())
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// cpuTime is the server's user+system CPU time so far, from /proc/PID/stat
+// (fields 14 and 15, in USER_HZ ticks: 100 a second on Linux).
+func (p *process) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields after it may not.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("unreadable /proc/PID/stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc/PID/stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * (time.Second / 100), nil
+}
+
+// rss is the server's resident set (VmRSS of /proc/PID/status), in bytes.
+func (p *process) rss() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) != 2 || f[1] != "kB" {
+				break
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/PID/status")
+}
+
+// freePort asks the kernel for a free loopback port. Another process could
+// take it before redis-server binds it; start then fails and says so.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
