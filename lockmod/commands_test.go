@@ -471,7 +471,7 @@ func TestStats(t *testing.T) {
 	h.advance(sec) // a expires, b revoked at maxhold, e lingers
 	h.m.Revoke("l", "3")
 	want := Stats{Epoch: 4, Leases: 1, Waiters: 1, GrantsTotal: 4, RenewalsTotal: 2,
-		ExpiredTotal: 1, RevokedTotal: 2}
+		ExpiredTotal: 1, RevokedTotal: 2, RevokedMaxHoldTotal: 1, RevokedAdminTotal: 1}
 	if s := h.m.Stats(); s != want {
 		t.Fatalf("stats %+v, want %+v", s, want)
 	}

@@ -208,6 +208,9 @@ func checkInvariants(m *Manager) (err error) {
 	if places != m.waiters {
 		fail("waiters %d, places %d", m.waiters, places)
 	}
+	if err := checkOrder(m); err != nil {
+		fail("order: %v", err)
+	}
 	for i, r := range m.events {
 		if int(r.index) != i {
 			fail("event %d: index %d", i, r.index)
@@ -217,6 +220,78 @@ func checkInvariants(m *Manager) (err error) {
 		}
 	}
 	return err
+}
+
+// checkOrder insists that the order lists exactly the keys that are held
+// or have a line, each once, sorted, in blocks neither empty nor over
+// full, with the holder as the request of a held key.
+func checkOrder(m *Manager) error {
+	o := m.order
+	listed := map[string]bool{}
+	if err := checkOrderBlocks(o, func(e *orderEntry) error {
+		if r := m.keys.get(e.r.name); r != nil && r != e.r {
+			return fmt.Errorf("%q: listed with a request that is not its holder", e.r.name)
+		}
+		listed[e.r.name] = true
+		return nil
+	}); err != nil {
+		return err
+	}
+	n, want := o.n, 0
+	m.keys.each(func(r *request) {
+		want++
+		if !listed[r.name] {
+			n = -1
+		}
+	})
+	for name := range m.lines {
+		if m.keys.get(name) == nil {
+			want++
+		}
+		if !listed[name] {
+			n = -1
+		}
+	}
+	if n != want {
+		return fmt.Errorf("%d keys listed, %d held or with a line", o.n, want)
+	}
+	return nil
+}
+
+// checkOrderBlocks insists that the order's entries are sorted, each at
+// its own position, in blocks neither empty nor over full, and counted
+// right; it calls each with every entry.
+func checkOrderBlocks(o *order, each func(*orderEntry) error) error {
+	var prev *orderEntry
+	n := 0
+	for bi, b := range o.blocks {
+		if b.n < 1 || b.n > orderBlockCap {
+			return fmt.Errorf("block %d holds %d entries", bi, b.n)
+		}
+		for j := range b.n {
+			e := &b.e[j]
+			if e.r == nil || o.posOf(e.r.name) != e.pos {
+				return fmt.Errorf("block %d entry %d: wrong position or no request", bi, j)
+			}
+			if prev != nil && compareEntry(*prev, e.pos, e.r.name) >= 0 {
+				return fmt.Errorf("block %d entry %d: %q out of order", bi, j, e.r.name)
+			}
+			if err := each(e); err != nil {
+				return err
+			}
+			prev = e
+			n++
+		}
+		for j := b.n; j < orderBlockCap; j++ {
+			if b.e[j] != (orderEntry{}) {
+				return fmt.Errorf("block %d keeps a stale entry at %d", bi, j)
+			}
+		}
+	}
+	if n != o.n {
+		return fmt.Errorf("%d entries, counted %d", n, o.n)
+	}
+	return nil
 }
 
 // checkIndex insists that every entry is found under its own string.

@@ -32,6 +32,10 @@ type Config struct {
 	Linger time.Duration // <= 0: DefaultLinger
 	Rand   io.Reader     // lease id source; nil: crypto/rand (LOCK-04)
 	FirstN uint32        // the counter starts here; the first fence is Epoch<<32 + FirstN + 1
+
+	// Observer, if not nil, hears of every grant and every end of a lease
+	// (metrics, logs).
+	Observer Observer
 }
 
 // HoldRequest asks for (Lock, Key) on behalf of request ReqID.
@@ -70,6 +74,9 @@ type Stats struct {
 	ReleasedTotal uint64
 	ExpiredTotal  uint64
 	RevokedTotal  uint64 // by MAXHOLD or by an admin
+	// RevokedTotal split by cause.
+	RevokedMaxHoldTotal uint64
+	RevokedAdminTotal   uint64
 }
 
 // notApplicable is the value of a KeyInfo duration that does not apply.
@@ -91,6 +98,7 @@ type Manager struct {
 
 	keys   *index              // (lock, key) -> its live lease (LOCK-01)
 	lines  map[string]*line    // (lock, key) -> its line, while it has places
+	order  *order              // every (lock, key) in keys or lines, for List
 	leases map[uint64]*request // live and remembered ended leases, by leaseID.key (LOCK-04, LOCK-05)
 	reqs   *index              // reqid -> its place, lease or ended lease (LOCK-03)
 	events eventQueue          // LOCK-06
@@ -105,7 +113,8 @@ type Manager struct {
 	closed  bool
 	doneCh  chan struct{} // closed at birth: the Done of tickets answered at once
 
-	trace func(traceEvent) // tests only
+	observer Observer
+	trace    func(traceEvent) // tests only
 }
 
 // traceEvent reports a grant or an end to tests, with its store time.
@@ -133,9 +142,11 @@ func New(cfg Config) *Manager {
 		n:         cfg.FirstN,
 		keys:      newIndex(true),
 		lines:     make(map[string]*line),
+		order:     newOrder(),
 		leases:    make(map[uint64]*request),
 		reqs:      newIndex(false),
 		doneCh:    make(chan struct{}),
+		observer:  cfg.Observer,
 	}
 	if m.clock == nil {
 		m.clock = SystemClock()
@@ -178,6 +189,7 @@ func (m *Manager) Close() {
 	}
 	m.keys.clear()
 	clear(m.lines)
+	m.order.clear()
 	clear(m.leases)
 	m.reqs.clear()
 	m.events = nil
@@ -233,7 +245,7 @@ func (m *Manager) Hold(req HoldRequest) *Ticket {
 	}
 	r := &request{reqid: strings.Clone(req.ReqID), name: string(name), ttl: ttl, index: -1}
 	t := &Ticket{done: make(chan struct{}), m: m, req: r}
-	r.rare = &rare{ticket: t, maxHold: req.MaxHold}
+	r.rare = &rare{ticket: t, maxHold: req.MaxHold, joinedAt: now}
 	r.phase = waiting
 	m.join(r)
 	m.reqs.put(r)
@@ -259,6 +271,7 @@ func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now ins
 		m.leave(r)
 		if err := m.grant(r, p.maxHold, now); err != nil {
 			m.forget(r)
+			m.unlistIfIdle(r.name)
 			return m.answered(Grant{}, err)
 		}
 		return m.answered(m.grantOf(r, now), nil)
@@ -468,6 +481,10 @@ func (m *Manager) grant(r *request, maxHold time.Duration, now instant) error {
 	}
 	r.id, r.fence = id, fence
 	r.grantedAt = now
+	var waited time.Duration
+	if r.rare != nil { // it waited in line
+		waited = time.Duration(now - r.rare.joinedAt)
+	}
 	r.rare = nil
 	if maxHold > 0 {
 		r.rare = &rare{maxDeadline: now.add(maxHold)}
@@ -476,10 +493,15 @@ func (m *Manager) grant(r *request, maxHold time.Duration, now instant) error {
 	r.phase = live
 	m.leases[id.key()] = r
 	m.keys.put(r) // LOCK-01: the caller saw no live lease here
+	m.order.add(r)
 	m.events.schedule(r)
 	m.stats.GrantsTotal++
 	if m.trace != nil {
 		m.trace(traceEvent{grant: true, at: now, name: r.name, reqid: r.reqid, id: id, fence: fence})
+	}
+	if m.observer != nil {
+		lock, key := splitName(r.name)
+		m.observer.LeaseGranted(GrantEvent{Lock: lock, Key: key, Fence: fence, Waited: waited})
 	}
 	return nil
 }
@@ -499,13 +521,30 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 		m.stats.ExpiredTotal++
 	case released:
 		m.stats.ReleasedTotal++
+	case revokedMaxHold:
+		m.stats.RevokedTotal++
+		m.stats.RevokedMaxHoldTotal++
 	default:
 		m.stats.RevokedTotal++
+		m.stats.RevokedAdminTotal++
 	}
 	if m.trace != nil {
 		m.trace(traceEvent{at: at, name: r.name, reqid: r.reqid, id: r.id, fence: r.fence, reason: why})
 	}
+	if m.observer != nil {
+		lock, key := splitName(r.name)
+		m.observer.LeaseEnded(EndEvent{Lock: lock, Key: key, Fence: r.fence, Reason: reasonText[why], Held: time.Duration(at - r.grantedAt)})
+	}
 	m.grantNext(r.name, now)
+	m.unlistIfIdle(r.name)
+}
+
+// unlistIfIdle takes name out of the order once its key is neither held
+// nor has a line.
+func (m *Manager) unlistIfIdle(name string) {
+	if m.keys.get(name) == nil && m.lines[name] == nil {
+		m.order.remove(name)
+	}
 }
 
 // grantNext grants the free key name to the first open request in its line,
@@ -552,6 +591,9 @@ func (m *Manager) join(r *request) {
 	if ln == nil {
 		ln = &line{}
 		m.lines[r.name] = ln
+		if m.keys.get(r.name) == nil { // held keys are listed already
+			m.order.add(r)
+		}
 	}
 	if ln.tail == nil {
 		ln.head = r
@@ -618,6 +660,7 @@ func (m *Manager) advance(now instant) {
 		case lingering:
 			m.leave(r)
 			m.forget(r)
+			m.unlistIfIdle(r.name)
 		case ended:
 			m.forget(r)
 		}

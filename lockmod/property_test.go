@@ -44,6 +44,7 @@ func runProperties(rt *rapid.T, collide bool) {
 		if collide {
 			weak := func(s string) uint64 { return uint64(len(s) % 3) }
 			p.m.keys.hash, p.m.reqs.hash = weak, weak
+			p.m.order.hash = func(s string) uint32 { return uint32(len(s) % 2) }
 		}
 		defer p.m.Close()
 		// Holds come thrice as often as the rest so that lines form.

@@ -64,6 +64,7 @@ type rare struct {
 	prev, next *request
 	ticket     *Ticket // the open request; nil while lingering
 	maxHold    time.Duration
+	joinedAt   instant // when its reqid first joined, for GrantEvent.Waited
 
 	// Once granted.
 	maxDeadline instant       // grant + MAXHOLD; 0: none (LOCK-07)

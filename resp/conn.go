@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime/debug"
 	"strings"
@@ -51,7 +52,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 	c := &Conn{
 		srv:     s,
 		nc:      nc,
-		rd:      newReader(nc, s.cfg.Limits),
+		rd:      newReader(countingReader{nc, &s.stats.netInput}, s.cfg.Limits),
 		id:      s.nextID.Add(1),
 		addr:    nc.RemoteAddr().String(),
 		laddr:   nc.LocalAddr().String(),
@@ -129,7 +130,8 @@ func (c *Conn) flush() bool {
 	if c.out.Len() == 0 {
 		return true
 	}
-	_, err := c.nc.Write(c.out.b)
+	n, err := c.nc.Write(c.out.b)
+	c.srv.stats.netOutput.Add(int64(n))
 	if cap(c.out.b) > 4*flushAt {
 		c.out.b = nil
 	} else {
@@ -147,18 +149,32 @@ func (c *Conn) close() {
 	c.srv.forget(c)
 }
 
-// exec looks a request up in the command table and checks arity and role
-// once, here, before its handler runs.
+// exec runs one request and counts it, by the row that answered and by
+// its reply's code word (see metrics.done).
 func (c *Conn) exec(args [][]byte) {
+	start := time.Now()
+	mark := c.out.Len()
 	c.srv.stats.commandsTotal.Add(1)
+	cmd := c.dispatch(args)
+	reply := c.out.b[mark:]
+	if len(reply) > 0 && reply[0] == '-' {
+		c.srv.stats.errorReplies.Add(1)
+	}
+	c.srv.metrics.done(cmd, start, reply)
+}
+
+// dispatch looks a request up in the command table and checks arity and
+// role once, here, before its handler runs. It returns the row that
+// answered, nil for an unknown command.
+func (c *Conn) dispatch(args [][]byte) *Command {
 	cmd := lookup(c.srv.table, args[0])
 	if cmd == nil {
 		c.out.Err(unknownCommand(args))
-		return
+		return nil
 	}
 	if !arityOK(cmd.Arity, len(args)) {
 		c.out.Err("wrong number of arguments for '" + cmd.Name + "' command")
-		return
+		return cmd
 	}
 	// A container with arity -1 (COMMAND) runs its own handler when no
 	// subcommand is named, as Redis does.
@@ -166,11 +182,11 @@ func (c *Conn) exec(args [][]byte) {
 		sub := lookup(cmd.Subcommands, args[1])
 		if sub == nil {
 			c.out.Err("unknown subcommand '" + cut128(args[1]) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
-			return
+			return cmd
 		}
 		if !arityOK(sub.Arity, len(args)) {
 			c.out.Err("wrong number of arguments for '" + sub.Name + "' command")
-			return
+			return sub
 		}
 		cmd = sub
 	}
@@ -179,13 +195,14 @@ func (c *Conn) exec(args [][]byte) {
 	switch {
 	case c.role == RoleNone && cmd.Flags&FlagNoAuth == 0:
 		c.out.Error("NOAUTH", "Authentication required.")
-		return
+		return cmd
 	case c.role != RoleNone && c.role < cmd.Role:
 		c.out.Error("NOPERM", "this user has no permissions to run the '"+cmd.Name+"' command")
-		return
+		return cmd
 	}
 	c.lastCmd.Store(cmd)
 	cmd.Handler(c, args)
+	return cmd
 }
 
 func arityOK(arity, n int) bool {
@@ -221,6 +238,18 @@ func cString(b []byte, n int) string {
 		b = b[:i]
 	}
 	return string(b[:min(len(b), n)])
+}
+
+// countingReader adds what it reads to INFO's total_net_input_bytes.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (cr countingReader) Read(p []byte) (int, error) {
+	n, err := cr.r.Read(p)
+	cr.n.Add(int64(n))
+	return n, err
 }
 
 var errReadAheadLimit = errors.New("read-ahead limit of a blocked client")

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 )
 
 // Lock commands (SPEC §3): LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO,
-// LOCK.REVOKE. The semantics are lockmod's; this file parses, waits and
+// LOCK.LIST, LOCK.REVOKE. The semantics are lockmod's; this file parses, waits and
 // replies.
 
 // Ranges of SPEC §3, in milliseconds.
@@ -38,6 +39,7 @@ func (c *Conn) lockError(err error) {
 	var lost *lockmod.LostError
 	switch {
 	case errors.As(err, &lost):
+		c.srv.metrics.lost(lost.Reason)
 		c.out.Error("LOST", lost.Reason)
 	case errors.Is(err, lockmod.ErrSuperseded), errors.Is(err, lockmod.ErrReqIDInUse):
 		c.out.Err(err.Error())
@@ -187,10 +189,61 @@ func cmdLockInfo(c *Conn, args [][]byte) {
 	c.out.Int(int64(info.Waiters))
 }
 
-func cmdLockRevoke(c *Conn, args [][]byte) {
-	revoked := c.srv.locks.Revoke(string(args[1]), string(args[2]))
-	if revoked {
-		c.srv.log.Info("lease revoked by admin", "lock", string(args[1]), "key", string(args[2]), "client", c.addr)
+// cmdLockList is LOCK.LIST lock [CURSOR c] [COUNT n]: a SCAN over the keys
+// of a lock that are held or waited for. Each entry is key, fence, ttl,
+// waiters; never a lease id (LOCK-04).
+func cmdLockList(c *Conn, args [][]byte) {
+	var (
+		cursor uint64
+		count  = lockmod.DefaultListCount
+		seen   [2]bool
+	)
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.syntaxError()
+			return
+		}
+		switch opt := strings.ToLower(string(args[i])); {
+		case opt == "cursor" && !seen[0]:
+			seen[0] = true
+			n, err := strconv.ParseUint(string(args[i+1]), 10, 64)
+			if err != nil {
+				c.out.Err("invalid cursor")
+				return
+			}
+			cursor = n
+		case opt == "count" && !seen[1]:
+			seen[1] = true
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				c.out.Err(errNotInteger)
+				return
+			}
+			if n < 1 {
+				c.syntaxError() // as SCAN answers COUNT 0
+				return
+			}
+			count = int(min(n, 1<<20))
+		default:
+			c.syntaxError()
+			return
+		}
 	}
-	c.out.Bool(revoked)
+	next, entries := c.srv.locks.List(string(args[1]), cursor, count)
+	c.out.Array(2)
+	c.out.BulkUint(next)
+	c.out.Array(len(entries))
+	for _, e := range entries {
+		c.out.Array(4)
+		c.out.BulkString(e.Key)
+		c.out.Int(int64(e.Fence))
+		c.out.Int(ms(e.TTL))
+		c.out.Int(int64(e.Waiters))
+	}
+}
+
+// cmdLockRevoke ends the lease; the line the log keeps of it is written by
+// the lock module's observer (see leaseObserver), as for MAXHOLD.
+func cmdLockRevoke(c *Conn, args [][]byte) {
+	c.out.Bool(c.srv.locks.Revoke(string(args[1]), string(args[2])))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,7 @@ type Server struct {
 	locks *lockmod.Manager
 	users *Users
 	start time.Time
+	runID string // INFO's run_id, new at each open
 	// maxClients is --max-clients, changed by CONFIG SET maxclients.
 	maxClients atomic.Int64
 
@@ -62,12 +64,14 @@ type Server struct {
 	done     chan struct{} // closed when Shutdown has closed everything
 	nextID   atomic.Int64
 
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[*Conn]struct{}
-	wg    sync.WaitGroup // connection goroutines
+	mu          sync.Mutex
+	ln          net.Listener
+	metricsHTTP []*http.Server // started by ServeMetrics
+	conns       map[*Conn]struct{}
+	wg          sync.WaitGroup // connection goroutines
 
-	stats serverStats
+	stats   serverStats
+	metrics *metrics
 }
 
 type serverStats struct {
@@ -76,6 +80,10 @@ type serverStats struct {
 	rejectedConns    atomic.Int64
 	blocked          atomic.Int64
 	authFailures     atomic.Int64
+	errorReplies     atomic.Int64
+	netInput         atomic.Int64 // bytes read from clients
+	netOutput        atomic.Int64 // bytes written to clients
+	opsRate          opsRate
 }
 
 // Open opens the store in cfg.Dir, makes a new epoch durable (LOCK-10: before
@@ -109,18 +117,27 @@ func Open(cfg Config) (*Server, error) {
 		store.Close()
 		return nil, fmt.Errorf("bump epoch in %s: %w", cfg.Dir, err)
 	}
-	locks := lockmod.New(lockmod.Config{Clock: cfg.Clock, Epoch: epoch, Bumper: store})
+	metrics := newMetrics()
+	locks := lockmod.New(lockmod.Config{
+		Clock:    cfg.Clock,
+		Epoch:    epoch,
+		Bumper:   store,
+		Observer: leaseObserver{m: metrics, log: cfg.Logger},
+	})
 	s := &Server{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		table: commandTable(),
-		store: store,
-		locks: locks,
-		users: cfg.Users,
-		start: time.Now(),
-		done:  make(chan struct{}),
-		conns: map[*Conn]struct{}{},
+		cfg:     cfg,
+		log:     cfg.Logger,
+		table:   commandTable(),
+		store:   store,
+		locks:   locks,
+		users:   cfg.Users,
+		start:   time.Now(),
+		runID:   newRunID(),
+		done:    make(chan struct{}),
+		conns:   map[*Conn]struct{}{},
+		metrics: metrics,
 	}
+	metrics.bind(s)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.log.Info("store opened", "dir", cfg.Dir, "epoch", epoch, "fsync", cfg.Fsync.String())
 	return s, nil
@@ -146,7 +163,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.mu.Unlock()
-	s.log.Info("ready to accept connections", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil)
+	s.log.Info("ready to accept connections", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "epoch", s.Epoch())
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -180,6 +197,7 @@ func (s *Server) accept(nc net.Conn) {
 	if int64(len(s.conns)) >= s.maxClients.Load() {
 		s.mu.Unlock()
 		s.stats.rejectedConns.Add(1)
+		s.metrics.refused.Inc()
 		// One short write to a fresh socket does not block.
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		nc.Write([]byte("-ERR max number of clients reached\r\n"))
@@ -191,6 +209,7 @@ func (s *Server) accept(nc net.Conn) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.stats.connectionsTotal.Add(1)
+	s.metrics.accepted.Inc()
 	go func() {
 		defer s.wg.Done()
 		c.serve()
@@ -231,13 +250,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// cutGrace is how long Shutdown waits for connections it cut to finish.
+const cutGrace = 5 * time.Second
+
 func (s *Server) close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing.Store(true)
 	if s.ln != nil {
 		s.ln.Close()
 	}
+	metricsHTTP := s.metricsHTTP
 	s.mu.Unlock()
+	for _, hs := range metricsHTTP {
+		hs.Shutdown(ctx) // a scrape in progress finishes; none starts
+	}
 	// Waiters in line are answered now; leases end with the process.
 	s.locks.Close()
 	s.wakeConns()
@@ -252,7 +278,14 @@ func (s *Server) close(ctx context.Context) error {
 			c.nc.Close()
 		}
 		s.mu.Unlock()
-		<-finished
+		select {
+		case <-finished:
+		case <-time.After(cutGrace):
+			// A command that no cut reaches: a write caught inside a
+			// Pebble that a failed disk wedged (see kv.ErrDiskFailed). It
+			// must not hold the process up for ever.
+			s.log.Error("shutdown: connections still running after they were cut; closing the store anyway", "waited", cutGrace)
+		}
 	}
 	if err := s.store.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -17,7 +18,7 @@ import (
 // Server commands: INFO, COMMAND, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, TIME,
 // SHUTDOWN.
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace", "locks"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace", "locks"}
 
 func cmdInfo(c *Conn, args [][]byte) {
 	want := map[string]bool{}
@@ -45,7 +46,7 @@ func cmdInfo(c *Conn, args [][]byte) {
 			b.WriteString("\r\n")
 		}
 		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
-		for _, f := range c.srv.info(name) {
+		for _, f := range append(c.srv.info(name), c.srv.infoMore(name)...) {
 			b.WriteString(f[0] + ":" + f[1] + "\r\n")
 		}
 	}
@@ -260,7 +261,7 @@ func cmdCommandDocs(c *Conn, args [][]byte) {
 }
 
 func (c *Conn) writeCommandDocs(cmd *Command) {
-	n := 6
+	n := 6 + 2*docsExtraFields(cmd)
 	if cmd.Subcommands != nil {
 		n += 2
 	}
@@ -268,9 +269,10 @@ func (c *Conn) writeCommandDocs(cmd *Command) {
 	c.out.BulkString("summary")
 	c.out.BulkString(cmd.Summary)
 	c.out.BulkString("since")
-	c.out.BulkString("1.0.0")
+	c.out.BulkString(cmp.Or(cmd.Since, "1.0.0"))
 	c.out.BulkString("group")
 	c.out.BulkString(commandGroup(cmd))
+	c.writeDocsExtra(cmd) // complexity, arguments: see docs.go
 	if cmd.Subcommands != nil {
 		c.out.BulkString("subcommands")
 		subs := sortedNames(cmd.Subcommands)
@@ -487,6 +489,9 @@ func cmdConfigResetStat(c *Conn, args [][]byte) {
 	st.commandsTotal.Store(0)
 	st.rejectedConns.Store(0)
 	st.authFailures.Store(0)
+	st.errorReplies.Store(0)
+	st.netInput.Store(0)
+	st.netOutput.Store(0)
 	c.out.OK()
 }
 

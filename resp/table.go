@@ -52,6 +52,36 @@ type Command struct {
 	// Subcommands, when set, dispatch on args[1] (CLIENT, CONFIG, COMMAND).
 	Subcommands map[string]*Command
 	Summary     string
+
+	// For COMMAND DOCS, so that redis-cli shows hints: the version that
+	// brought the command ("1.0.0" when empty), its cost, its arguments.
+	Since      string
+	Complexity string
+	Args       []Arg
+
+	metrics *commandMetrics // set by Open: this server's counters for the row
+}
+
+// Arg is one argument of a command as COMMAND DOCS describes it, in the
+// shape of Redis's commands/*.json.
+type Arg struct {
+	Name     string
+	Type     string // "key", "string", "integer", "pure-token", "oneof", "block"
+	Token    string // the word before the value, as in TTL ms
+	Optional bool
+	Multiple bool
+	Args     []Arg // of a oneof or block
+}
+
+// docs sets a row's COMMAND DOCS fields.
+func docs(since, complexity string, args ...Arg) func(*Command) {
+	return func(c *Command) { c.Since, c.Complexity, c.Args = since, complexity, args }
+}
+
+// Helpers for Arg lists.
+func argString(name string) Arg { return Arg{Name: name, Type: "string"} }
+func argOption(token, name string) Arg {
+	return Arg{Name: name, Type: "integer", Token: token, Optional: true}
 }
 
 // keys is a helper for table rows: key positions for COMMAND INFO.
@@ -157,11 +187,21 @@ func commandTable() map[string]*Command {
 	add("renamenx", 3, RoleWrite, FlagFast, cmdRenameNX, "Renames a key only when the target key name doesn't exist.", keys(1, 2, 1))
 
 	// locks: resp/locks.go
-	add("lock.hold", -4, RoleWrite, FlagBlocking, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.")
-	add("lock.renew", -2, RoleWrite, FlagFast, cmdLockRenew, "Moves a lease's deadline to now + ttl.")
-	add("lock.release", 2, RoleWrite, FlagFast, cmdLockRelease, "Ends a lease now; the next in line is granted.")
-	add("lock.info", 3, RoleRead, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.")
-	add("lock.revoke", 3, RoleAdmin, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.")
+	add("lock.hold", -4, RoleWrite, FlagBlocking, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.",
+		docs(Version, "O(log N) where N is the number of leases and places in line.",
+			argString("lock"), argString("key"), argString("reqid"),
+			argOption("TTL", "ms"), argOption("WAIT", "ms"), argOption("MAXHOLD", "ms")))
+	add("lock.renew", -2, RoleWrite, FlagFast, cmdLockRenew, "Moves a lease's deadline to now + ttl.",
+		docs(Version, "O(log N) where N is the number of leases.", argString("leaseid"), argOption("TTL", "ms")))
+	add("lock.release", 2, RoleWrite, FlagFast, cmdLockRelease, "Ends a lease now; the next in line is granted.",
+		docs(Version, "O(log N) where N is the number of leases.", argString("leaseid")))
+	add("lock.info", 3, RoleRead, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.",
+		docs(Version, "O(1)", argString("lock"), argString("key")))
+	add("lock.list", -2, RoleRead, 0, cmdLockList, "Walks the held and waited-for keys of a lock, like SCAN; never a lease id.",
+		docs(Version, "O(log N + COUNT) for every call, N the number of keys held or waited for. O(N) for a complete walk.",
+			argString("lock"), argOption("CURSOR", "cursor"), argOption("COUNT", "count")))
+	add("lock.revoke", 3, RoleAdmin, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.",
+		docs(Version, "O(log N) where N is the number of leases and places in line.", argString("lock"), argString("key")))
 	return t
 }
 

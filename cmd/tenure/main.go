@@ -40,6 +40,8 @@ func run(args []string, stderr io.Writer) int {
 		maxConns  = fs.Int("max-clients", 10000, "most connections at once")
 		maxBulk   = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a client may send, in `bytes`")
 		logLevel  = fs.String("log-level", "info", "debug, info, warn or error")
+		logFormat = fs.String("log-format", "text", "log lines as text (key=value) or json")
+		metrics   = fs.String("metrics-addr", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics")
 		tlsCert   = fs.String("tls-cert", "", "serve TLS with this PEM certificate `file` (with --tls-key)")
 		tlsKey    = fs.String("tls-key", "", "PEM private key `file` of --tls-cert")
 		tlsCA     = fs.String("tls-client-ca", "", "require client certificates signed by the CAs in this PEM `file`")
@@ -70,6 +72,9 @@ func run(args []string, stderr io.Writer) int {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fail(fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel))
 	}
+	if *logFormat != "text" && *logFormat != "json" {
+		return fail(fmt.Errorf("--log-format %q: want text or json", *logFormat))
+	}
 	if *maxConns < 1 {
 		return fail(fmt.Errorf("--max-clients must be at least 1"))
 	}
@@ -96,7 +101,16 @@ func run(args []string, stderr io.Writer) int {
 	if users == nil && !*insecure && !isLoopback(*addr) {
 		return fail(fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", *addr))
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The metrics listener follows the same rule: without users, only
+	// loopback unless --insecure.
+	if *metrics != "" && users == nil && !*insecure && !isLoopback(*metrics) {
+		return fail(fmt.Errorf("refusing to serve metrics on %s without a users file (--users); pass --insecure to do it anyway", *metrics))
+	}
+	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	if *logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(handler)
 
 	srv, err := resp.Open(resp.Config{
 		Dir:        *dir,
@@ -115,6 +129,20 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return fail(err)
+	}
+	if *metrics != "" {
+		mln, err := net.Listen("tcp", *metrics)
+		if err != nil {
+			ln.Close()
+			srv.Shutdown(context.Background())
+			return fail(fmt.Errorf("--metrics-addr: %w", err))
+		}
+		// The server owns it: Shutdown stops it.
+		go func() {
+			if err := srv.ServeMetrics(mln); !errors.Is(err, resp.ErrServerClosed) {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,73 @@
+package resp
+
+// COMMAND DOCS fields beyond summary, since and group, for the rows that
+// have them (the LOCK.* commands): complexity and arguments, in Redis 7's
+// shape, so that redis-cli builds its hints from them ("LOCK.HOLD lock key
+// reqid [TTL ms] [WAIT ms] [MAXHOLD ms]"). redis-cli reads every argument's
+// type and wants its flags as simple strings.
+
+// docsExtraFields counts the fields writeDocsExtra writes.
+func docsExtraFields(cmd *Command) int {
+	n := 0
+	if cmd.Complexity != "" {
+		n++
+	}
+	if cmd.Args != nil {
+		n++
+	}
+	return n
+}
+
+func (c *Conn) writeDocsExtra(cmd *Command) {
+	if cmd.Complexity != "" {
+		c.out.BulkString("complexity")
+		c.out.BulkString(cmd.Complexity)
+	}
+	if cmd.Args != nil {
+		c.out.BulkString("arguments")
+		c.writeDocsArgs(cmd.Args)
+	}
+}
+
+func (c *Conn) writeDocsArgs(args []Arg) {
+	c.out.Array(len(args))
+	for _, a := range args {
+		var flags []string
+		if a.Optional {
+			flags = append(flags, "optional")
+		}
+		if a.Multiple {
+			flags = append(flags, "multiple")
+		}
+		n := 2
+		if a.Token != "" {
+			n++
+		}
+		if flags != nil {
+			n++
+		}
+		if a.Args != nil {
+			n++
+		}
+		c.out.Array(2 * n)
+		c.out.BulkString("name")
+		c.out.BulkString(a.Name)
+		c.out.BulkString("type")
+		c.out.BulkString(a.Type)
+		if a.Token != "" {
+			c.out.BulkString("token")
+			c.out.BulkString(a.Token)
+		}
+		if flags != nil {
+			c.out.BulkString("flags")
+			c.out.Array(len(flags))
+			for _, f := range flags {
+				c.out.Status(f)
+			}
+		}
+		if a.Args != nil {
+			c.out.BulkString("arguments")
+			c.writeDocsArgs(a.Args)
+		}
+	}
+}
