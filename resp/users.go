@@ -37,12 +37,20 @@ func LoadUsers(path string) (*Users, error) {
 	return u, nil
 }
 
+// maxUsersLine is the longest line a users file may have.
+const maxUsersLine = 1 << 20
+
 // ParseUsers reads lines `user NAME ROLE sha256:HEX`; blank lines and `#`
 // comments are skipped; any other line is an error naming it.
 func ParseUsers(r io.Reader) (*Users, error) {
 	u := &Users{byName: map[string]account{}}
 	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
+	// A long comment is still a comment; a line over the cap is refused,
+	// by its number like any other bad line.
+	sc.Buffer(nil, maxUsersLine)
+	n := 0
+	for sc.Scan() {
+		n++
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -75,7 +83,7 @@ func ParseUsers(r io.Reader) (*Users, error) {
 		u.byName[f[1]] = a
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("line %d: %w", n+1, err)
 	}
 	return u, nil
 }

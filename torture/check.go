@@ -1,0 +1,366 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is what a run did and what its history shows.
+type Report struct {
+	Elapsed    time.Duration
+	Restarts   int
+	Faults     map[string]int
+	ProxyConns int64
+
+	Holds, Granted, Lost, NotHeld, HoldErrors int
+	Reads, Writes, Accepted, Fenced, Failed   int
+	LateWrites, LateAccepted, LateFenced      int
+
+	Intervals, RestartOverlaps int // (a)
+	Collisions                 int // (b) increments lost: two writes of one count
+	ByRestart, ByLate          int // … explained by a restart overlap, by a late write
+	ProxyGrants, ReqIDs        int // (c)
+	GrantsTotal                string
+	FinalCounts                map[string]int64
+
+	Violations  []string
+	HistoryFile string
+}
+
+// interval is what one holder believed: from fn's start to fn's end or the
+// holder's deadline, whichever came first.
+type interval struct {
+	client     string
+	hold       int64
+	key        string
+	fence      int64
+	start, end int64
+	overlaps   bool // with a holder of another epoch, across a restart
+}
+
+func epochOf(fence int64) int64 { return fence >> 32 }
+
+// check reads a history and returns its figures and its violations.
+func check(events []Event, info map[string]string) *Report {
+	r := &Report{FinalCounts: map[string]int64{}, GrantsTotal: info["grants_total"]}
+	violate := func(format string, args ...any) {
+		r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+	}
+
+	type holdID struct {
+		client string
+		hold   int64
+	}
+	holds := map[holdID]*interval{}
+	ended := map[holdID]bool{}
+	var writes, reads []Event
+	for _, e := range events {
+		id := holdID{e.Client, e.Hold}
+		switch e.Kind {
+		case evHeld:
+			r.Holds++
+			switch {
+			case e.Result == "ok":
+			case strings.HasPrefix(e.Result, "lost"):
+				r.Lost++
+			case e.Result == "not held":
+				r.NotHeld++
+			default:
+				r.HoldErrors++
+			}
+		case evHold:
+			r.Granted++
+			holds[id] = &interval{client: e.Client, hold: e.Hold, key: e.Key, fence: e.Fence, start: e.Start, end: e.Deadline}
+		case evEnd:
+			if iv := holds[id]; iv != nil {
+				iv.end = min(e.End, e.Deadline)
+				ended[id] = true
+			}
+		case evWrite:
+			writes = append(writes, e)
+			if iv := holds[id]; iv != nil && !ended[id] {
+				// A hold whose end never came (its process stopped)
+				// lasted at least to the deadline its writes saw.
+				iv.end = max(iv.end, e.Deadline)
+			}
+		case evRead:
+			reads = append(reads, e)
+		}
+	}
+
+	// (a) What holders believed: per key, no two intervals overlap in one
+	// epoch (LOCK-01); across a restart the later holder's fence is the
+	// larger (LOCK-02, LOCK-10).
+	byKey := map[string][]*interval{}
+	byFence := map[int64]*interval{}
+	for _, iv := range holds {
+		byKey[iv.key] = append(byKey[iv.key], iv)
+		if o := byFence[iv.fence]; o != nil {
+			violate("LOCK-03: fence %d was handed to two holds: %s#%d and %s#%d", iv.fence, o.client, o.hold, iv.client, iv.hold)
+		}
+		byFence[iv.fence] = iv
+	}
+	for key, ivs := range byKey {
+		slices.SortFunc(ivs, func(a, b *interval) int { return cmp.Compare(a.start, b.start) })
+		r.Intervals += len(ivs)
+		for j, b := range ivs {
+			for _, a := range ivs[:j] {
+				if a.end <= b.start {
+					continue
+				}
+				switch {
+				case epochOf(a.fence) == epochOf(b.fence):
+					violate("LOCK-01: on %s, %s#%d (fence %d) and %s#%d (fence %d) believed they held at once, for %v",
+						key, a.client, a.hold, a.fence, b.client, b.hold, b.fence, time.Duration(a.end-b.start))
+				case b.fence <= a.fence:
+					violate("LOCK-02: on %s, %s#%d (fence %d) began while %s#%d (fence %d) held, across a restart, with a smaller fence",
+						key, b.client, b.hold, b.fence, a.client, a.hold, a.fence)
+				default:
+					a.overlaps, b.overlaps = true, true
+					r.RestartOverlaps++
+				}
+			}
+		}
+	}
+
+	// (b) Fences at the resource.
+	for _, e := range reads {
+		r.Reads++
+		_ = e
+	}
+	unsafe := func(w Event) (late, overlap bool) {
+		iv := holds[holdID{w.Client, w.Hold}]
+		return w.Late, iv != nil && iv.overlaps
+	}
+	for _, w := range writes {
+		r.Writes++
+		switch w.Result {
+		case "ok":
+			r.Accepted++
+		case "FENCED":
+			r.Fenced++
+		default:
+			r.Failed++
+		}
+		if w.Late {
+			r.LateWrites++
+			switch w.Result {
+			case "ok":
+				r.LateAccepted++
+			case "FENCED":
+				r.LateFenced++
+			}
+		}
+	}
+	for _, key := range keysOf(writes, reads) {
+		checkCounter(r, key, writes, reads, unsafe, violate)
+	}
+	for _, e := range events {
+		if e.Kind != evFinal {
+			continue
+		}
+		n, _, ok := parseCounter(e.Value)
+		if !ok && e.Value != "" {
+			violate("counter %s ends as %q", counterKey(e.Key), e.Value)
+		}
+		r.FinalCounts[e.Key] = n
+	}
+
+	// (c) One lease per request id (LOCK-03): what the server granted, as
+	// the proxy saw it, against what the clients hold.
+	type grant struct {
+		lease string
+		fence int64
+	}
+	byReqID := map[string]map[grant]bool{}
+	reqOfFence := map[int64]map[string]bool{}
+	epochGrants := map[int64]map[int64]bool{}
+	for _, e := range events {
+		if e.Kind != evGrant {
+			continue
+		}
+		r.ProxyGrants++
+		g := grant{e.LeaseID, e.Fence}
+		if byReqID[e.ReqID] == nil {
+			byReqID[e.ReqID] = map[grant]bool{}
+		}
+		byReqID[e.ReqID][g] = true
+		if reqOfFence[e.Fence] == nil {
+			reqOfFence[e.Fence] = map[string]bool{}
+		}
+		reqOfFence[e.Fence][e.ReqID] = true
+		if epochGrants[epochOf(e.Fence)] == nil {
+			epochGrants[epochOf(e.Fence)] = map[int64]bool{}
+		}
+		epochGrants[epochOf(e.Fence)][e.Fence] = true
+	}
+	r.ReqIDs = len(byReqID)
+	for id, gs := range byReqID {
+		if len(gs) > 1 {
+			violate("LOCK-03: request id %s was answered with %d different leases: %v", id, len(gs), gs)
+		}
+	}
+	for f, ids := range reqOfFence {
+		if len(ids) > 1 {
+			violate("LOCK-03: fence %d was granted to %d request ids", f, len(ids))
+		}
+	}
+	for f, iv := range byFence {
+		if reqOfFence[f] == nil {
+			violate("LOCK-03: %s#%d holds fence %d, which the server was never seen to grant", iv.client, iv.hold, f)
+		}
+	}
+	if total, err := strconv.ParseInt(info["epoch"], 10, 64); err == nil {
+		grants, _ := strconv.ParseInt(info["grants_total"], 10, 64)
+		seen := epochGrants[total]
+		var maxN int64
+		for f := range seen {
+			maxN = max(maxN, f&0xffffffff)
+		}
+		if int64(len(seen)) > grants || maxN > grants {
+			violate("LOCK-03: the last epoch counts %d grants, but %d were seen (the largest n %d)", grants, len(seen), maxN)
+		}
+	}
+	// LOCK-10: every open is a new epoch, one more than the last.
+	var last int64
+	for _, e := range events {
+		if e.Kind != evRestart {
+			continue
+		}
+		ep, err := strconv.ParseInt(strings.TrimPrefix(e.Detail, "epoch "), 10, 64)
+		if err != nil {
+			continue
+		}
+		if last != 0 && ep != last+1 {
+			violate("LOCK-10: the server opened at epoch %d after epoch %d", ep, last)
+		}
+		last = ep
+	}
+	return r
+}
+
+// checkCounter checks one key's counter: every observation of it (a read,
+// an accepted write) carries the fence that last wrote it, and that fence
+// never goes back in time (LOCK-12: no write with an older fence is taken
+// after a newer one; nor is an acknowledged write lost). Every increment
+// lost (two accepted writes of one count) is explained by a write that was
+// late or made across a restart overlap.
+func checkCounter(r *Report, key string, writes, reads []Event, unsafe func(Event) (bool, bool), violate func(string, ...any)) {
+	type obs struct {
+		start, end, fence int64
+		what              string
+	}
+	var all []obs
+	for _, e := range reads {
+		if e.Key != key || (e.Result != "ok" && e.Result != "nil") {
+			continue
+		}
+		_, f, _ := parseCounter(e.Value)
+		all = append(all, obs{e.Start, e.End, f, fmt.Sprintf("a read by %s#%d of %q", e.Client, e.Hold, e.Value)})
+	}
+	counts := map[int64][]Event{}
+	for _, e := range writes {
+		if e.Key != key || e.Result != "ok" {
+			continue
+		}
+		all = append(all, obs{e.Start, e.End, e.Fence, fmt.Sprintf("a write by %s#%d of %q", e.Client, e.Hold, e.Value)})
+		n, _, _ := parseCounter(e.Value)
+		counts[n] = append(counts[n], e)
+	}
+	// Sweep: for each observation, the largest fence of those that ended
+	// before it started.
+	byEnd := slices.Clone(all)
+	slices.SortFunc(byEnd, func(a, b obs) int { return cmp.Compare(a.end, b.end) })
+	prefix := make([]int, len(byEnd)) // index of the largest fence in byEnd[:i+1]
+	for i := range byEnd {
+		prefix[i] = i
+		if i > 0 && byEnd[prefix[i-1]].fence >= byEnd[i].fence {
+			prefix[i] = prefix[i-1]
+		}
+	}
+	for _, o := range all {
+		i := sort.Search(len(byEnd), func(i int) bool { return byEnd[i].end >= o.start }) - 1
+		if i < 0 {
+			continue
+		}
+		if p := byEnd[prefix[i]]; p.fence > o.fence {
+			violate("LOCK-12: on %s, %s (fence %d) came after %s (fence %d) had ended",
+				counterKey(key), o.what, o.fence, p.what, p.fence)
+		}
+	}
+	for n, ws := range counts {
+		if len(ws) < 2 {
+			continue
+		}
+		r.Collisions += len(ws) - 1
+		late, overlap := 0, 0
+		for _, w := range ws {
+			l, o := unsafe(w)
+			switch {
+			case o:
+				overlap++
+			case l:
+				late++
+			}
+		}
+		if late+overlap < len(ws)-1 {
+			var who []string
+			for _, w := range ws {
+				who = append(who, fmt.Sprintf("%s#%d (fence %d)", w.Client, w.Hold, w.Fence))
+			}
+			violate("lost increment: on %s, count %d was written by %s, not explained by a restart overlap or a late write",
+				counterKey(key), n, strings.Join(who, " and "))
+			continue
+		}
+		r.ByRestart += min(overlap, len(ws)-1)
+		r.ByLate += len(ws) - 1 - min(overlap, len(ws)-1)
+	}
+}
+
+func keysOf(writes, reads []Event) []string {
+	seen := map[string]bool{}
+	for _, e := range append(slices.Clone(writes), reads...) {
+		seen[e.Key] = true
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Print writes the figures.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "torture: %v under the nemesis, %d server restarts, %d connections through the proxy\n",
+		r.Elapsed.Round(time.Second), r.Restarts, r.ProxyConns)
+	var kinds []string
+	total := 0
+	for _, k := range allFaults {
+		if n := r.Faults[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+			total += n
+		}
+	}
+	fmt.Fprintf(w, "faults:     %d (%s)\n", total, strings.Join(kinds, ", "))
+	fmt.Fprintf(w, "holds:      %d (fn ran %d, lost %d, not held %d, errors %d)\n", r.Holds, r.Granted, r.Lost, r.NotHeld, r.HoldErrors)
+	fmt.Fprintf(w, "counters:   %d reads, %d writes (%d accepted, %d FENCED, %d failed); late writes %d (%d accepted, %d FENCED); final %v\n",
+		r.Reads, r.Writes, r.Accepted, r.Fenced, r.Failed, r.LateWrites, r.LateAccepted, r.LateFenced, r.FinalCounts)
+	fmt.Fprintf(w, "operations: %d\n", r.Holds+r.Reads+r.Writes)
+	fmt.Fprintf(w, "(a) beliefs: %d intervals, %d overlaps across a restart, each with the later fence larger\n", r.Intervals, r.RestartOverlaps)
+	fmt.Fprintf(w, "(b) fences:  %d increments lost, %d explained by a restart overlap, %d by a late write\n", r.Collisions, r.ByRestart, r.ByLate)
+	fmt.Fprintf(w, "(c) grants:  %d seen at the proxy for %d request ids; the last epoch's grants_total %s\n", r.ProxyGrants, r.ReqIDs, r.GrantsTotal)
+	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
+	for _, v := range r.Violations {
+		fmt.Fprintf(w, "  %s\n", v)
+	}
+	if r.HistoryFile != "" {
+		fmt.Fprintf(w, "history:    %s\n", r.HistoryFile)
+	}
+}

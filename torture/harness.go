@@ -1,0 +1,519 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config is one run of the harness.
+type Config struct {
+	Duration   time.Duration // how long the nemesis works
+	Seed       uint64
+	Keys       int           // keys of the lock, each with its counter
+	Goroutines int           // lock clients in the harness's process
+	Procs      int           // child processes of lock clients, which the nemesis freezes
+	PerProc    int           // lock clients in each child process
+	TTL        time.Duration // of every lease
+	Server     string        // a tenure binary; empty: build one
+	// RedisRetries is go-redis's MaxRetries for the SDK's clients; the
+	// zero value means -1, none (see newWorker).
+	RedisRetries int
+	Race         bool      // build the server with -race
+	Faults       []string  // the kinds of fault to inject; empty: all
+	History      string    // where the history of a failing run is written
+	KeepAll      bool      // write the history of a passing run too
+	ClientExe    []string  // how to start a child client (it reads TORTURE_CLIENT)
+	Log          io.Writer // progress; nil: none
+}
+
+// Every kind of fault the nemesis knows.
+var allFaults = []string{"kill", "freeze", "cut", "swallow", "burst"}
+
+// clientConfig is what a child process of clients is told, in TORTURE_CLIENT.
+type clientConfig struct {
+	ID      string        `json:"id"`
+	Addr    string        `json:"addr"`
+	Keys    []string      `json:"keys"`
+	TTL     time.Duration `json:"ttl"`
+	Workers int           `json:"workers"`
+	Retries int           `json:"retries"`
+	Seed    uint64        `json:"seed"`
+}
+
+type harness struct {
+	cfg     Config
+	rng     *rand.Rand
+	history *History
+	srv     *server
+	proxy   *proxy
+	keys    []string
+
+	mu       sync.Mutex
+	children []*childClients
+	faults   map[string]int
+	restarts int
+}
+
+type childClients struct {
+	id     string
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	done   chan struct{}
+	mu     sync.Mutex
+	frozen bool
+	stderr strings.Builder
+}
+
+func (h *harness) logf(format string, args ...any) {
+	if h.cfg.Log != nil {
+		fmt.Fprintf(h.cfg.Log, "torture: "+format+"\n", args...)
+	}
+}
+
+// Run runs the harness: the server, the proxy, the clients and the
+// nemesis, for cfg.Duration; then it stops everything, reads the counters
+// and checks the history.
+func Run(cfg Config) (*Report, error) {
+	if cfg.Keys <= 0 {
+		cfg.Keys = 3
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = time.Second
+	}
+	if len(cfg.Faults) == 0 {
+		cfg.Faults = allFaults
+	}
+	if cfg.RedisRetries == 0 {
+		cfg.RedisRetries = -1
+	}
+	work, err := os.MkdirTemp("", "tenure-torture-")
+	if err != nil {
+		return nil, err
+	}
+	defer removeAll(work)
+	h := &harness{
+		cfg:     cfg,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x6e656d65)),
+		history: &History{},
+		faults:  map[string]int{},
+	}
+	for i := range cfg.Keys {
+		h.keys = append(h.keys, fmt.Sprintf("k%d", i))
+	}
+	bin := cfg.Server
+	if bin == "" {
+		h.logf("building the server")
+		if bin, err = buildServer(work, cfg.Race); err != nil {
+			return nil, err
+		}
+	}
+	h.srv = &server{bin: bin, dir: work + "/data"}
+	addr, err := h.srv.start()
+	if err != nil {
+		return nil, err
+	}
+	defer h.srv.kill()
+	h.history.Add(Event{Kind: evRestart, Client: "nemesis", Start: mono(), Detail: "epoch " + h.epoch()})
+	if h.proxy, err = startProxy(h.history); err != nil {
+		return nil, err
+	}
+	h.proxy.setTarget(addr)
+	defer h.proxy.close()
+
+	// The clients.
+	ctx, stopClients := context.WithCancel(context.Background())
+	defer stopClients()
+	var wg sync.WaitGroup
+	var closers []func()
+	for i := range cfg.Goroutines {
+		w, closeW, err := newWorker(fmt.Sprintf("g%d", i), h.proxy.Addr(), h.keys, cfg.TTL, cfg.RedisRetries, cfg.Seed+uint64(i)+1, h.history.Add)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, closeW)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(ctx)
+		}()
+	}
+	for i := range cfg.Procs {
+		c, err := h.startChild(clientConfig{
+			ID: fmt.Sprintf("p%d", i), Addr: h.proxy.Addr(), Keys: h.keys, TTL: cfg.TTL,
+			Workers: max(cfg.PerProc, 1), Retries: cfg.RedisRetries, Seed: cfg.Seed + 1000*uint64(i+1),
+		})
+		if err != nil {
+			stopClients()
+			wg.Wait()
+			return nil, err
+		}
+		h.children = append(h.children, c)
+	}
+	h.logf("%d keys, %d client goroutines, %d client processes of %d, ttl %v, seed %d, faults %s, for %v",
+		cfg.Keys, cfg.Goroutines, cfg.Procs, max(cfg.PerProc, 1), cfg.TTL, cfg.Seed, strings.Join(cfg.Faults, ","), cfg.Duration)
+
+	// The nemesis, for the duration.
+	start := time.Now()
+	nctx, stopNemesis := context.WithTimeout(context.Background(), cfg.Duration)
+	h.nemesis(nctx)
+	stopNemesis()
+	h.logf("nemesis done after %v; stopping the clients", time.Since(start).Round(time.Millisecond))
+
+	// Stop: thaw the frozen, make sure the server runs, stop the clients
+	// (they let go of their leases), then read what the run left.
+	var problems []string
+	for _, c := range h.children {
+		c.thaw()
+	}
+	if !h.srv.running() {
+		if err := h.restart(); err != nil {
+			return nil, err
+		}
+	}
+	stopClients()
+	wg.Wait()
+	for _, c := range h.children {
+		c.stdin.Close()
+	}
+	for _, c := range h.children {
+		select {
+		case <-c.done:
+		case <-time.After(30 * time.Second):
+			problems = append(problems, fmt.Sprintf("client process %s did not stop within 30s", c.id))
+			c.cmd.Process.Kill()
+			<-c.done
+		}
+		if code := c.cmd.ProcessState.ExitCode(); code != 0 {
+			problems = append(problems, fmt.Sprintf("client process %s exited %d: %s", c.id, code, c.stderr.String()))
+		}
+	}
+	for _, f := range closers {
+		f()
+	}
+	final := map[string]string{}
+	rdb := redis.NewClient(&redis.Options{Addr: h.srv.address(), MaxRetries: 3})
+	for _, k := range h.keys {
+		v, err := rdb.Get(context.Background(), counterKey(k)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			problems = append(problems, fmt.Sprintf("reading %s after the run: %v", counterKey(k), err))
+		}
+		final[k] = v
+		h.history.Add(Event{Kind: evFinal, Client: "harness", Key: k, Value: v, End: mono()})
+	}
+	rdb.Close()
+	info, err := h.srv.info(context.Background())
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("INFO after the run: %v", err))
+	}
+	h.history.Add(Event{Kind: evCounter, Client: "harness", End: mono(),
+		Detail: fmt.Sprintf("epoch=%s grants_total=%s leases=%s renewals_total=%s", info["epoch"], info["grants_total"], info["leases"], info["renewals_total"])})
+	h.proxy.close()
+	if err := h.srv.stop(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	h.srv.mu.Lock()
+	for _, c := range h.srv.crash {
+		problems = append(problems, "the server "+c)
+	}
+	h.srv.mu.Unlock()
+
+	rep := check(h.history.Events(), info)
+	rep.Elapsed = time.Since(start)
+	rep.Faults = h.faults
+	rep.Restarts = h.restarts
+	rep.Violations = append(rep.Violations, problems...)
+	rep.ProxyConns = h.proxy.accepted.Load()
+	if len(rep.Violations) > 0 || cfg.KeepAll {
+		path := cfg.History
+		if path == "" {
+			path = fmt.Sprintf("torture-history-%d.jsonl", time.Now().Unix())
+		}
+		f, err := os.Create(path)
+		if err == nil {
+			_, err = h.history.WriteTo(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return rep, fmt.Errorf("write the history: %w", err)
+		}
+		rep.HistoryFile = path
+	}
+	return rep, nil
+}
+
+// epoch is the server's epoch, from INFO.
+func (h *harness) epoch() string {
+	info, err := h.srv.info(context.Background())
+	if err != nil {
+		return "?"
+	}
+	return info["epoch"]
+}
+
+func (h *harness) restart() error {
+	addr, err := h.srv.start()
+	if err != nil {
+		return err
+	}
+	h.proxy.setTarget(addr)
+	h.mu.Lock()
+	h.restarts++
+	h.mu.Unlock()
+	h.history.Add(Event{Kind: evRestart, Client: "nemesis", Start: mono(), Detail: "epoch " + h.epoch()})
+	return nil
+}
+
+// nemesis injects faults at random until ctx ends: every 0.2 to 1.2 s one
+// of the kinds asked, a server kill at most every 3 s.
+func (h *harness) nemesis(ctx context.Context) {
+	var lastKill time.Time
+	var thaws sync.WaitGroup
+	defer thaws.Wait()
+	for {
+		if !sleep(ctx, time.Duration(200+h.rng.IntN(1000))*time.Millisecond) {
+			return
+		}
+		kind := h.pick()
+		detail := ""
+		switch kind {
+		case "kill":
+			if time.Since(lastKill) < 3*time.Second {
+				continue
+			}
+			lastKill = time.Now()
+			h.proxy.setTarget("")
+			h.srv.kill()
+			down := time.Duration(h.rng.IntN(300)) * time.Millisecond
+			detail = fmt.Sprintf("SIGKILL, down %v", down)
+			h.fault(kind, detail)
+			sleep(context.Background(), down)
+			if err := h.restart(); err != nil {
+				h.logf("restart failed: %v", err)
+				h.srv.mu.Lock()
+				h.srv.crash = append(h.srv.crash, "did not restart: "+err.Error())
+				h.srv.mu.Unlock()
+				return
+			}
+			continue
+		case "freeze":
+			var thawed []*childClients
+			for _, c := range h.children {
+				if !c.isFrozen() {
+					thawed = append(thawed, c)
+				}
+			}
+			if len(thawed) == 0 {
+				continue
+			}
+			c := thawed[h.rng.IntN(len(thawed))]
+			d := h.cfg.TTL/2 + time.Duration(h.rng.Int64N(int64(3*h.cfg.TTL)))
+			c.freeze()
+			detail = fmt.Sprintf("SIGSTOP %s for %v", c.id, d.Round(time.Millisecond))
+			thaws.Add(1)
+			go func() {
+				defer thaws.Done()
+				sleep(context.Background(), d)
+				c.thaw()
+			}()
+		case "cut":
+			frac := []float64{0.3, 1}[h.rng.IntN(2)]
+			detail = fmt.Sprintf("cut %d connections", h.proxy.cut(h.rng, frac))
+		case "swallow":
+			detail = fmt.Sprintf("swallow the next reply of %d connections", h.proxy.swallowSome(h.rng, 0.3))
+		case "burst":
+			n := 100 + h.rng.IntN(200)
+			detail = fmt.Sprintf("burst of %d connections: %s", n, burst(h.proxy.Addr(), n))
+		}
+		h.fault(kind, detail)
+	}
+}
+
+// faultWeights make freezes the commonest fault and bursts the rarest.
+var faultWeights = map[string]int{"kill": 2, "freeze": 4, "cut": 2, "swallow": 3, "burst": 1}
+
+// pick draws a kind of fault among those asked, by weight.
+func (h *harness) pick() string {
+	total := 0
+	for _, k := range h.cfg.Faults {
+		total += max(faultWeights[k], 1)
+	}
+	n := h.rng.IntN(total)
+	for _, k := range h.cfg.Faults {
+		if n -= max(faultWeights[k], 1); n < 0 {
+			return k
+		}
+	}
+	return h.cfg.Faults[0]
+}
+
+func (h *harness) fault(kind, detail string) {
+	h.mu.Lock()
+	h.faults[kind]++
+	h.mu.Unlock()
+	h.history.Add(Event{Kind: evFault, Client: "nemesis", Start: mono(), Detail: kind + ": " + detail})
+}
+
+// burst opens n connections at once, PINGs on each, and closes them.
+func burst(addr string, n int) string {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(2 * time.Second))
+			buf := make([]byte, 7)
+			if _, err := nc.Write([]byte("PING\r\n")); err != nil {
+				return
+			}
+			if _, err := io.ReadFull(nc, buf); err == nil && string(buf) == "+PONG\r\n" {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return fmt.Sprintf("%d answered PING", ok)
+}
+
+// startChild starts a child process of clients, whose events come as JSON
+// lines on its stdout.
+func (h *harness) startChild(cc clientConfig) (*childClients, error) {
+	b, _ := json.Marshal(cc)
+	exe := h.cfg.ClientExe
+	cmd := exec.Command(exe[0], exe[1:]...)
+	cmd.Env = append(os.Environ(), "TORTURE_CLIENT="+string(b))
+	c := &childClients{id: cc.ID, cmd: cmd, done: make(chan struct{})}
+	cmd.Stderr = &lockedWriter{mu: &c.mu, w: &c.stderr}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c.stdin = stdin
+	go func() {
+		defer close(c.done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var e Event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				c.mu.Lock()
+				c.stderr.WriteString("stdout: " + sc.Text() + "\n")
+				c.mu.Unlock()
+				continue
+			}
+			h.history.Add(e)
+		}
+		cmd.Wait()
+	}()
+	return c, nil
+}
+
+func (c *childClients) freeze() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.frozen {
+		c.cmd.Process.Signal(syscall.SIGSTOP)
+		c.frozen = true
+	}
+}
+
+func (c *childClients) thaw() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen {
+		c.cmd.Process.Signal(syscall.SIGCONT)
+		c.frozen = false
+	}
+}
+
+func (c *childClients) isFrozen() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frozen
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w.Len() < 64<<10 {
+		l.w.Write(p)
+	}
+	return len(p), nil
+}
+
+// clientMain is a child process of clients: it runs its workers until its
+// stdin closes, and writes their events to stdout.
+func clientMain(env string) int {
+	var cc clientConfig
+	if err := json.Unmarshal([]byte(env), &cc); err != nil {
+		fmt.Fprintf(os.Stderr, "TORTURE_CLIENT: %v\n", err)
+		return 2
+	}
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	enc := json.NewEncoder(out)
+	emit := func(e Event) {
+		mu.Lock()
+		enc.Encode(e)
+		out.Flush()
+		mu.Unlock()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	var wg sync.WaitGroup
+	for i := range cc.Workers {
+		w, closeW, err := newWorker(cc.ID+"."+strconv.Itoa(i), cc.Addr, cc.Keys, cc.TTL, cc.Retries, cc.Seed+uint64(i), emit)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer closeW()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(ctx)
+		}()
+	}
+	wg.Wait()
+	return 0
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"io"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Event is one line of a run's history. Times are nanoseconds of
+// CLOCK_MONOTONIC, the one clock every process of the machine shares, so
+// that the events of the harness, its child clients and its proxy can be
+// compared.
+type Event struct {
+	Kind   string `json:"kind"`             // see the kinds below
+	Client string `json:"client,omitempty"` // g3, p1.0, proxy, nemesis
+	Hold   int64  `json:"hold,omitempty"`   // the client's hold number: ties a hold's events
+	Key    string `json:"key,omitempty"`
+	Fence  int64  `json:"fence,omitempty"`
+	Start  int64  `json:"start,omitempty"`
+	End    int64  `json:"end,omitempty"`
+	// Deadline is the holder's deadline (SPEC §8) when the event was
+	// recorded.
+	Deadline int64  `json:"deadline,omitempty"`
+	Value    string `json:"value,omitempty"`  // read or written
+	Result   string `json:"result,omitempty"` // ok, nil, FENCED, LOST, err: …
+	Late     bool   `json:"late,omitempty"`   // a write sent after its holder's deadline
+	ReqID    string `json:"reqid,omitempty"`
+	LeaseID  string `json:"lease,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// The kinds of event.
+const (
+	// A client's.
+	evHold  = "hold"  // fn started: Start is then, Deadline the holder's
+	evRead  = "read"  // GET of the key's counter
+	evWrite = "write" // SET of the counter with FENCE
+	evEnd   = "end"   // fn ended: End is then, Deadline the holder's last
+	evHeld  = "held"  // Hold returned: Result says how
+	// The proxy's: a LOCK.HOLD reply that granted, whether or not the
+	// client got it.
+	evGrant = "grant"
+	// The nemesis's and the harness's.
+	evFault   = "fault"   // Detail: kill, freeze, cut, swallow, burst
+	evRestart = "restart" // the server listens again; Detail: its epoch
+	evFinal   = "final"   // the counter read after the run: Value
+	evCounter = "counter" // the server's INFO locks at the end: Detail
+)
+
+// mono reads CLOCK_MONOTONIC.
+func mono() int64 {
+	var ts syscall.Timespec
+	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 1 /* CLOCK_MONOTONIC */, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
+
+// monoOf is t, a time.Time with a monotonic reading, on CLOCK_MONOTONIC.
+func monoOf(t time.Time) int64 { return mono() + int64(time.Until(t)) }
+
+// History collects events from every goroutine of the harness.
+type History struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (h *History) Add(e Event) {
+	h.mu.Lock()
+	h.events = append(h.events, e)
+	h.mu.Unlock()
+}
+
+// Events returns the events in the order of their first time.
+func (h *History) Events() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := slices.Clone(h.events)
+	slices.SortStableFunc(out, func(a, b Event) int { return cmp.Compare(first(a), first(b)) })
+	return out
+}
+
+func first(e Event) int64 {
+	if e.Start != 0 {
+		return e.Start
+	}
+	return e.End
+}
+
+// WriteTo writes the events as JSON lines.
+func (h *History) WriteTo(w io.Writer) (int64, error) {
+	enc := json.NewEncoder(w)
+	for _, e := range h.Events() {
+		if err := enc.Encode(e); err != nil {
+			return 0, err
+		}
+	}
+	return 0, nil
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-db/tenure/sdk/locks"
+)
+
+// lockName is the lock every client holds keys of.
+const lockName = "torture"
+
+// counterKey is the resource a holder of key increments.
+func counterKey(key string) string { return "counter:" + key }
+
+// worker is one lock client: it holds random keys with the SDK, one after
+// the other, and under each lease increments the key's counter a few
+// times, GET then SET … FENCE, as SPEC §8 tells users to. It records what
+// it believes and what it does.
+type worker struct {
+	id      string
+	keys    []string
+	ttl     time.Duration
+	rng     *rand.Rand
+	emit    func(Event)
+	lock    *locks.Lock
+	data    *redis.Client // for the counters: no retries, a write is sent once
+	holds   int64
+	stopped atomic.Bool
+}
+
+// newWorker makes a worker and its clients. retries is go-redis's
+// MaxRetries for the SDK's client: -1, none, leaves every retry to the SDK,
+// which bounds how late it retries a request id (SPEC §8). go-redis's own
+// retries resend a LOCK.HOLD whenever they like: after a freeze, after the
+// server has forgotten the request id, and so get a second lease for it
+// (LOCK-03), which this harness reports.
+func newWorker(id, addr string, keys []string, ttl time.Duration, retries int, seed uint64, emit func(Event)) (*worker, func(), error) {
+	// The SDK waits in line in chunks of half the read timeout.
+	lockClient := redis.NewClient(&redis.Options{
+		Addr: addr, ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
+		PoolSize: 4, MaxRetries: retries,
+	})
+	data := redis.NewClient(&redis.Options{
+		Addr: addr, ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
+		PoolSize: 2, MaxRetries: -1,
+	})
+	l, err := locks.OpenLock(lockClient, lockName, locks.TTL(ttl))
+	if err != nil {
+		lockClient.Close()
+		data.Close()
+		return nil, nil, err
+	}
+	w := &worker{id: id, keys: keys, ttl: ttl, rng: rand.New(rand.NewPCG(seed, 0x70727475)), emit: emit, lock: l, data: data}
+	return w, func() { lockClient.Close(); data.Close() }, nil
+}
+
+// run holds keys until ctx ends.
+func (w *worker) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		key := w.keys[w.rng.IntN(len(w.keys))]
+		w.holds++
+		n := w.holds
+		// A Hold gives up after a while: a server that is down for long
+		// has forgotten the lease anyway.
+		hctx, cancel := context.WithTimeout(ctx, 8*w.ttl)
+		start := mono()
+		err := w.lock.Hold(hctx, key, func(fctx context.Context, lease *locks.Lease) error {
+			return w.underLease(fctx, n, key, lease)
+		})
+		cancel()
+		res := "ok"
+		switch {
+		case err == nil:
+		case errors.Is(err, locks.ErrLost):
+			res = "lost: " + err.Error()
+		case errors.Is(err, locks.ErrNotHeld):
+			res = "not held"
+		default:
+			res = "err: " + err.Error()
+		}
+		w.emit(Event{Kind: evHeld, Client: w.id, Hold: n, Key: key, Start: start, End: mono(), Result: res})
+		if err != nil && !errors.Is(err, locks.ErrLost) && ctx.Err() == nil {
+			sleep(ctx, time.Duration(w.rng.IntN(100))*time.Millisecond)
+		}
+	}
+}
+
+// underLease is fn: the holder's interval runs from its start to its end,
+// or to the holder's deadline if that comes first.
+func (w *worker) underLease(ctx context.Context, n int64, key string, lease *locks.Lease) error {
+	w.emit(Event{Kind: evHold, Client: w.id, Hold: n, Key: key, Fence: lease.Fence, Start: mono(), Deadline: monoOf(lease.Deadline())})
+	defer func() {
+		w.emit(Event{Kind: evEnd, Client: w.id, Hold: n, Key: key, Fence: lease.Fence, End: mono(), Deadline: monoOf(lease.Deadline())})
+	}()
+	ck := counterKey(key)
+	fence := strconv.FormatInt(lease.Fence, 10)
+	for range 1 + w.rng.IntN(4) {
+		if lease.Lost() != nil || ctx.Err() != nil {
+			return nil
+		}
+		pause := time.Duration(w.rng.Int64N(int64(w.ttl / 3)))
+		// One increment in three is careless, as code that ignores its
+		// context is: it looks at its lease, then pauses (where a freeze
+		// of its process lands), then reads and writes without looking
+		// again. Its write may go after its deadline, to be refused by
+		// the fence (LOCK-12) if the next holder has written.
+		careless := w.rng.IntN(3) == 0
+		opCtx := ctx
+		if careless {
+			time.Sleep(pause)
+			opCtx = context.Background()
+		}
+		start := mono()
+		v, err := w.data.Get(opCtx, ck).Result()
+		w.emit(Event{Kind: evRead, Client: w.id, Hold: n, Key: key, Fence: lease.Fence, Start: start, End: mono(), Value: v, Result: result(err)})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil
+		}
+		count, _, ok := parseCounter(v)
+		if !ok && v != "" {
+			return fmt.Errorf("counter %s holds %q", ck, v)
+		}
+		// The last look at the deadline before the write goes.
+		if !careless && lease.Lost() != nil {
+			return nil
+		}
+		deadline := monoOf(lease.Deadline())
+		value := fmt.Sprintf("%d:%d", count+1, lease.Fence)
+		sent := mono()
+		err = w.data.Do(opCtx, "SET", ck, value, "FENCE", fence).Err()
+		w.emit(Event{Kind: evWrite, Client: w.id, Hold: n, Key: key, Fence: lease.Fence, Start: sent, End: mono(),
+			Deadline: deadline, Value: value, Result: result(err), Late: sent > deadline})
+		if err != nil {
+			return nil
+		}
+		// Some holds outlast a ttl, so renewals are in play.
+		if !careless && !sleep(ctx, pause) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// parseCounter reads "count:fence".
+func parseCounter(v string) (count, fence int64, ok bool) {
+	c, f, found := strings.Cut(v, ":")
+	if !found {
+		return 0, 0, false
+	}
+	count, err1 := strconv.ParseInt(c, 10, 64)
+	fence, err2 := strconv.ParseInt(f, 10, 64)
+	return count, fence, err1 == nil && err2 == nil
+}
+
+func result(err error) string {
+	var rerr redis.Error
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, redis.Nil):
+		return "nil"
+	case errors.As(err, &rerr):
+		code, _, _ := strings.Cut(err.Error(), " ")
+		return code
+	}
+	return "err: " + err.Error()
+}
+
+// sleep sleeps d unless ctx ends first, and says whether it slept.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
