@@ -236,16 +236,9 @@ func parseCursor(b []byte) (uint64, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
-	var n uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		d := uint64(ch - '0')
-		if n > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
+	n, ok := parseDigits(b)
+	if !ok {
+		return 0, false
 	}
 	if neg {
 		n = -n

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 
 	"github.com/tenure-db/tenure/kv"
 )
@@ -374,3 +375,19 @@ func unhex(c byte) byte {
 // and for arguments alike: an optional '-', digits without a leading zero
 // ("0" but not "00", "-0", "+1", " 1"), within int64.
 func parseInt(b []byte) (int64, bool) { return kv.ParseInt(b) }
+
+// parseDigits reads an unsigned decimal of digits only, refusing overflow.
+func parseDigits(b []byte) (uint64, bool) {
+	var n uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}

@@ -123,21 +123,10 @@ func (e *expiryOpts) expiry(cmd string) (kv.Expiry, string) {
 // parseFence reads SET's FENCE value: a positive integer as LOCK.HOLD
 // grants it, written as Redis writes integers (no sign, no leading zero).
 func parseFence(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 20 || b[0] < '1' || b[0] > '9' {
+	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
 		return 0, false
 	}
-	var f uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		d := uint64(ch - '0')
-		if f > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		f = f*10 + d
-	}
-	return f, true
+	return parseDigits(b)
 }
 
 func cmdGet(c *Conn, args [][]byte) {
