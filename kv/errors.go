@@ -24,6 +24,12 @@ var (
 	ErrFenced = errors.New("a newer fence has written this key")
 	// ErrOffsetOutOfRange: SETRANGE with a negative offset.
 	ErrOffsetOutOfRange = errors.New("offset is out of range")
+	// ErrDiskFailed: a write to the disk failed (a full disk, a read-only
+	// or failing data directory), and writes are refused: until the store
+	// is reopened when Pebble failed a WAL write, since it cannot go on
+	// after that; until a flush succeeds when flushes failed. Reads go on.
+	// The error wraps the failure.
+	ErrDiskFailed = errors.New("a write to the disk failed; writes are refused")
 	// ErrClosed: the Store was used after Close.
 	ErrClosed = errors.New("kv: store is closed")
 )

@@ -26,6 +26,9 @@ func (s *Store) runSweeper() {
 			return
 		case <-t.C:
 		}
+		if s.failed.Load() != nil {
+			continue // the disk failed a write: no more deletes
+		}
 		if err := s.sweep(sweepBudget); err != nil {
 			s.log.Error("kv: expiry sweep failed", "dir", s.dir, "err", err)
 		}
@@ -78,7 +81,10 @@ func (s *Store) sweepOnce(now int64, limit int) (int, error) {
 // deadline; otherwise the entry is stale and only it is deleted.
 func (s *Store) sweepKey(ek []byte, now int64) error {
 	if len(ek) < prefixLen {
-		return s.db.Delete(ek, pebble.NoSync)
+		b := s.db.NewBatch()
+		defer b.Close()
+		_ = b.Delete(ek, nil)
+		return s.commit(b, pebble.NoSync)
 	}
 	at := int64(binary.BigEndian.Uint64(ek[1:prefixLen]))
 	key := ek[prefixLen:]

@@ -111,8 +111,14 @@ type Store struct {
 
 	dirty  atomic.Bool // written since the everysec syncer last synced
 	closed atomic.Bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// failed is the first write Pebble could not make (see commit): from
+	// then on every write is refused with it.
+	failed atomic.Pointer[error]
+	// flushFailed is the error of the last flush while flushes fail (see
+	// events): meanwhile writes are refused with it.
+	flushFailed atomic.Pointer[error]
+	stop        chan struct{}
+	wg          sync.WaitGroup
 }
 
 // Open opens (creating if needed) the store in dir, deletes the keys whose
@@ -147,10 +153,12 @@ func Open(dir string, o Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
+	fs = walGuard{FS: fs, s: s}
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS:                 fs,
 		Logger:             pebbleLogger{s.log},
 		FormatMajorVersion: pebble.FormatNewest,
+		EventListener:      s.events(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
@@ -208,8 +216,14 @@ func (s *Store) Close() error {
 		return ErrClosed
 	}
 	close(s.stop)
+	if failed := s.failed.Load(); failed != nil {
+		return s.closeFailed(*failed)
+	}
 	s.wg.Wait()
-	err := s.db.LogData(nil, pebble.Sync)
+	err := s.syncWAL()
+	if failed := s.failed.Load(); failed != nil {
+		return s.closeFailed(*failed) // this last sync found the disk failing
+	}
 	if cerr := s.db.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
@@ -219,12 +233,129 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// closeFailed closes a store whose disk failed a write. Pebble's commit
+// pipeline may be wedged by it, and a goroutine caught inside never
+// returns; Pebble's Close would wait for it forever. So it gets a moment,
+// and then what is left open is left to the process's exit: what was
+// acknowledged is on disk already, and the next open recovers the WAL.
+func (s *Store) closeFailed(failed error) error {
+	done := make(chan error, 1)
+	go func() {
+		s.wg.Wait()
+		err := func() (err error) {
+			defer s.recoverWrite(&err)
+			return s.db.Close()
+		}()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return fmt.Errorf("close %s: %w", s.dir, errors.Join(failed, err))
+	case <-time.After(2 * time.Second):
+		return fmt.Errorf("close %s: left open, as a write had failed: %w", s.dir, failed)
+	}
+}
+
+// events watches Pebble's flushes. A flush that fails (a full disk, a
+// read-only data directory) is retried at once and without end, and when the
+// memtables are full Pebble stalls every write until one succeeds: a client
+// would wait forever. So while flushes fail, writes are refused at once with
+// the flush's error, and the first flush that succeeds lets them in again.
+// Of Pebble's background errors, which repeat as fast as it retries, the
+// first of a failing spell is logged.
+func (s *Store) events() *pebble.EventListener {
+	return &pebble.EventListener{
+		FlushEnd: func(info pebble.FlushInfo) {
+			// Pebble reports a flush that made no table as "empty table".
+			if info.Err == nil || info.Err.Error() == "pebble: empty table" {
+				if s.flushFailed.Swap(nil) != nil {
+					s.log.Info("kv: a flush succeeded; writes are accepted again", "dir", s.dir)
+				}
+				return
+			}
+			failed := fmt.Errorf("%w while flushes fail: %w", ErrDiskFailed, info.Err)
+			if s.flushFailed.Swap(&failed) == nil {
+				s.log.Error("kv: a flush failed; refusing writes until one succeeds", "dir", s.dir, "err", info.Err)
+			}
+		},
+		BackgroundError: func(err error) {
+			if s.flushFailed.Load() == nil {
+				s.log.Error("background error: "+err.Error(), "component", "pebble")
+			}
+		},
+	}
+}
+
+// commit commits b. Pebble cannot go on after it failed to write or sync
+// its WAL (a full disk, a read-only or failing data directory): it panics,
+// sometimes with its commit pipeline locked. So the first such failure is
+// latched, and from then on every write is refused with ErrDiskFailed
+// without going near Pebble, while reads go on (SPEC §7: the server stays
+// up, and loses nothing acknowledged). While flushes fail, writes are
+// refused too (see events).
+func (s *Store) commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
+	if err := s.refused(); err != nil {
+		return err
+	}
+	defer s.recoverWrite(&err)
+	return b.Commit(o)
+}
+
+// refused is the error every write is refused with now, or nil. Writes
+// check it before they take their stripes too: a write caught in a wedged
+// Pebble holds its stripe forever.
+func (s *Store) refused() error {
+	if failed := s.failed.Load(); failed != nil {
+		return *failed
+	}
+	if failed := s.flushFailed.Load(); failed != nil {
+		return *failed
+	}
+	return nil
+}
+
+// syncWAL is commit for an fsync of everything written so far.
+func (s *Store) syncWAL() (err error) {
+	if failed := s.failed.Load(); failed != nil {
+		return *failed
+	}
+	defer s.recoverWrite(&err)
+	return s.db.LogData(nil, pebble.Sync)
+}
+
+// failWAL latches the store as failed on an error writing a WAL file
+// (see walGuard).
+func (s *Store) failWAL(cause error) {
+	failed := fmt.Errorf("%w until the server restarts: %w", ErrDiskFailed, cause)
+	if s.failed.CompareAndSwap(nil, &failed) {
+		s.log.Error("kv: a write to the WAL failed; refusing writes until the store is reopened", "dir", s.dir, "err", cause)
+	}
+}
+
+// recoverWrite turns a panic of Pebble's write path into the latched
+// ErrDiskFailed. It must be deferred directly.
+func (s *Store) recoverWrite(err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	cause, ok := p.(error)
+	if !ok {
+		cause = fmt.Errorf("%v", p)
+	}
+	failed := fmt.Errorf("%w until the server restarts: %w", ErrDiskFailed, cause)
+	if s.failed.CompareAndSwap(nil, &failed) {
+		s.log.Error("kv: a write to the disk failed; refusing writes until the store is reopened", "dir", s.dir, "err", cause)
+	}
+	*err = *s.failed.Load()
+}
+
 // Sync forces an fsync of everything written so far.
 func (s *Store) Sync() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+	if err := s.syncWAL(); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
 	return nil
@@ -239,7 +370,7 @@ func (s *Store) settle() error {
 	if s.fsync != FsyncAlways {
 		return nil
 	}
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+	if err := s.syncWAL(); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
 	return nil
@@ -255,10 +386,10 @@ func (s *Store) runSyncer() {
 			return
 		case <-t.C:
 		}
-		if !s.dirty.Swap(false) {
+		if !s.dirty.Swap(false) || s.failed.Load() != nil {
 			continue
 		}
-		if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		if err := s.syncWAL(); err != nil {
 			s.log.Error("kv: everysec fsync failed", "dir", s.dir, "err", err)
 		}
 	}
@@ -293,7 +424,10 @@ func (s *Store) BumpEpoch() (uint64, error) {
 	}
 	var buf [8]byte
 	binary.BigEndian.PutUint64(buf[:], next)
-	if err := s.db.Set(metaEpoch, buf[:], pebble.Sync); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Set(metaEpoch, buf[:], nil)
+	if err := s.commit(b, pebble.Sync); err != nil {
 		return 0, fmt.Errorf("bump epoch: %w", err)
 	}
 	s.epoch.Store(next)
@@ -356,7 +490,7 @@ func (s *Store) FlushAll() error {
 	b := s.db.NewBatch()
 	err := b.DeleteRange(userSpanStart, userSpanEnd, nil)
 	if err == nil {
-		err = b.Commit(pebble.NoSync)
+		err = s.commit(b, pebble.NoSync)
 	}
 	if err == nil {
 		s.keys.Store(0)
@@ -516,7 +650,7 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 	if c.b == nil {
 		return false, nil
 	}
-	if err := c.b.Commit(pebble.NoSync); err != nil {
+	if err := s.commit(c.b, pebble.NoSync); err != nil {
 		return false, err
 	}
 	s.keys.Add(c.keys)
@@ -544,6 +678,9 @@ func (c *change) close() {
 func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) error) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if err := s.refused(); err != nil {
+		return err
 	}
 	h := hashKey(key)
 	it := item{key: key, dk: dataKey(h, key)}
@@ -574,6 +711,9 @@ func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) 
 func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, items []item, idx []int) error) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if err := s.refused(); err != nil {
+		return err
 	}
 	items := make([]item, 0, len(keys))
 	idx := make([]int, len(keys))

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -118,9 +119,15 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 	return value, true, nil
 }
 
-// dropExpired deletes key if it has expired (lazy expiry).
+// dropExpired deletes key if it has expired (lazy expiry). On a disk that
+// refuses writes the key stays, and the read that found it expired still
+// answers: reads go on while writes fail.
 func (s *Store) dropExpired(key []byte) error {
-	return wrap("expire", s.update(key, false, func(*change, *item) error { return nil }))
+	err := s.update(key, false, func(*change, *item) error { return nil })
+	if errors.Is(err, ErrDiskFailed) {
+		return nil
+	}
+	return wrap("expire", err)
 }
 
 // GetDel is GETDEL.

@@ -43,6 +43,10 @@ func TestCheckFindsViolations(t *testing.T) {
 			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1},
 			{Kind: evGrant, ReqID: "r", LeaseID: "y", Fence: e1 + 2},
 		}, "LOCK-03: request id r"},
+		{"one reqid, granted again after a restart", []Event{
+			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1},
+			{Kind: evGrant, ReqID: "r", LeaseID: "y", Fence: e2 + 1},
+		}, ""},
 		{"a fence nobody granted", []Event{{Kind: evHold, Client: "a", Hold: 1, Key: "k", Fence: e1 + 7, Start: 1, Deadline: 9}}, "never seen to grant"},
 		{"older fence accepted after a newer one", join(hold("a", 1, "k", e1+1, 0, 10), hold("b", 1, "k", e1+2, 20, 30), []Event{
 			write("b", 1, "k", e1+2, 21, 22, "1:2", "ok", false),

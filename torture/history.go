@@ -3,8 +3,11 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -88,6 +91,51 @@ func first(e Event) int64 {
 		return e.Start
 	}
 	return e.End
+}
+
+// checkFile checks a history written by WriteTo. The server's counters
+// come from its counter event.
+func checkFile(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var events []Event
+	info := map[string]string{}
+	dec := json.NewDecoder(f)
+	for {
+		var e Event
+		if err := dec.Decode(&e); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if e.Kind == evCounter {
+			for _, kv := range strings.Fields(e.Detail) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					info[k] = v
+				}
+			}
+		}
+		events = append(events, e)
+	}
+	r := check(events, info)
+	r.Faults = map[string]int{}
+	for _, e := range events {
+		switch e.Kind {
+		case evFault:
+			kind, _, _ := strings.Cut(e.Detail, ":")
+			r.Faults[kind]++
+		case evRestart:
+			r.Restarts++
+		}
+	}
+	r.Restarts = max(r.Restarts-1, 0) // the first start is no restart
+	if len(events) > 0 {
+		r.Elapsed = time.Duration(first(events[len(events)-1]) - first(events[0]))
+	}
+	return r, nil
 }
 
 // WriteTo writes the events as JSON lines.

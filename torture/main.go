@@ -51,8 +51,21 @@ func main() {
 		faults     = flag.String("faults", strings.Join(allFaults, ","), "faults to inject")
 		history    = flag.String("history", "", "file for a failing run's history (default torture-history-UNIX.jsonl)")
 		keep       = flag.Bool("keep-history", false, "write the history of a passing run too")
+		recheck    = flag.String("check", "", "check a history `file` written by an earlier run, and run nothing")
 	)
 	flag.Parse()
+	if *recheck != "" {
+		rep, err := checkFile(*recheck)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "torture: %v\n", err)
+			os.Exit(2)
+		}
+		rep.Print(os.Stdout)
+		if len(rep.Violations) > 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	rep, err := Run(Config{
 		Duration: *duration, Seed: *seed, Keys: *keys, Goroutines: *goroutines,
 		Procs: *procs, PerProc: *perProc, TTL: *ttl, Server: *serverBin, Race: *race, RedisRetries: *retries,
