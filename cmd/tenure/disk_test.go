@@ -29,18 +29,7 @@ func TestDisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the server some 25 times")
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go tool to build the server: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "tenure")
-	args := []string{"build", "-o", bin}
-	if raceEnabled() {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildServer(t)
 	t.Run("TwentyKillsLoseNoAcknowledgedWrite", func(t *testing.T) { testDiskKills(t, bin) })
 	t.Run("FullDiskFailsWritesAndServesReads", func(t *testing.T) { testDiskFull(t, bin) })
 	t.Run("ReadOnlyDirFailsWritesAndServesReads", func(t *testing.T) { testDiskReadOnly(t, bin) })

@@ -19,16 +19,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestProcess runs the real binary, built once here, as a child process:
-// what it promises on disk and at its edges (SPEC §6, §9) only shows in a
-// process that can be killed.
-func TestProcess(t *testing.T) {
+// buildServer builds the binary into a temp dir, as this test was built
+// (with -race or without): the packages are in the build cache already,
+// and a race in the server shows here too.
+func buildServer(t *testing.T) string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go tool to build the server: %v", err)
 	}
-	// Built as this test was (with -race or without): the packages are in
-	// the build cache already, and a race in the server shows here too.
 	bin := filepath.Join(t.TempDir(), "tenure")
 	args := []string{"build", "-o", bin}
 	if raceEnabled() {
@@ -37,6 +36,14 @@ func TestProcess(t *testing.T) {
 	if out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// TestProcess runs the real binary, built once here, as a child process:
+// what it promises on disk and at its edges (SPEC §6, §9) only shows in a
+// process that can be killed.
+func TestProcess(t *testing.T) {
+	bin := buildServer(t)
 	t.Run("KillLosesNoAcknowledgedWrite", func(t *testing.T) { testKillLosesNothing(t, bin) })
 	t.Run("SignalsShutDownCleanly", func(t *testing.T) { testSignals(t, bin) })
 	t.Run("BadStartsFailInOneLine", func(t *testing.T) { testBadStarts(t, bin) })
