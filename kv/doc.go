@@ -54,6 +54,15 @@
 // still under way; Redis, which sends all replies of an event-loop turn
 // after that turn's fsync, never shows such a write before it is on disk.
 //
+// Each stripe also remembers, for up to Options.MetaCacheKeys keys in all,
+// what a write needs to know of a key besides its value: that it is on disk,
+// its deadline and its fence. Every write goes through a stripe, so the
+// cache is exact for the keys it holds, and a write that does not need the
+// old value (a plain SET keeps the fence and drops the old deadline's index
+// entry; DEL and EXPIRE need only the deadline) skips reading Pebble for
+// them. When full it forgets an arbitrary key; a key it does not hold is
+// read as before.
+//
 // DBSIZE is a counter kept in memory. Open initialises it by iterating over
 // the user keys (keys only; no values are decoded), which takes time
 // proportional to the number of keys. Like Redis's DBSIZE it counts keys that

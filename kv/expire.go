@@ -88,11 +88,9 @@ func (s *Store) sweepKey(ek []byte, now int64) error {
 	}
 	at := int64(binary.BigEndian.Uint64(ek[1:prefixLen]))
 	key := ek[prefixLen:]
-	h := hashKey(key)
-	it := item{key: key, dk: dataKey(h, key)}
+	it := s.newItem(key)
 	c := change{db: s.db, now: now}
-	st := &s.stripes[h%numStripes]
-	st.Lock()
+	it.st.Lock()
 	err := s.load(&it, now, false)
 	if err == nil {
 		if it.cur.present && it.cur.rec.expiry == at && !it.cur.live {
@@ -101,8 +99,9 @@ func (s *Store) sweepKey(ek []byte, now int64) error {
 			_ = c.batch().Delete(ek, nil)
 		}
 		_, err = s.apply(&c)
+		s.committed(&it, err)
 	}
-	st.Unlock()
+	it.st.Unlock()
 	c.close()
 	return err
 }

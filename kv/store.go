@@ -73,19 +73,34 @@ type Options struct {
 	// MaxValueLen bounds the strings APPEND and SETRANGE may make. 0: 512 MiB,
 	// Redis's proto-max-bulk-len default.
 	MaxValueLen int64
+	// MetaCacheKeys bounds how many keys' metadata (present, deadline,
+	// fence) the store remembers in memory, so that a write which does not
+	// need the old value (SET, DEL, EXPIRE …) need not read it from Pebble
+	// first. 0: 262,144 (about 20 MB with short keys); negative: none.
+	MetaCacheKeys int
 }
 
 const (
 	numStripes           = 256
+	defaultMetaCacheKeys = 1 << 18
 	defaultSweepInterval = 100 * time.Millisecond
 	defaultMaxValueLen   = 512 << 20
 	everysecInterval     = time.Second
 )
 
-// stripe is one of the per-key-hash mutexes, padded to its own cache line.
+// stripe is one of the per-key-hash mutexes, with the metadata cache of
+// the keys it guards, padded to its own cache line.
 type stripe struct {
 	sync.Mutex
-	_ [56]byte
+	meta map[string]keyMeta // guarded by the mutex; see remember
+	_    [48]byte
+}
+
+// keyMeta is what the store remembers of a key that is on disk: all a write
+// needs to know of it when it does not need the value.
+type keyMeta struct {
+	expiry int64
+	fence  uint64
 }
 
 // Store is the keyspace. Its methods are safe for concurrent use. Close must
@@ -99,6 +114,7 @@ type Store struct {
 	now           func() time.Time
 	sweepInterval time.Duration
 	maxValueLen   atomic.Int64
+	metaPerStripe int // 0: no metadata cache
 
 	stripes [numStripes]stripe
 
@@ -149,6 +165,15 @@ func Open(dir string, o Options) (*Store, error) {
 		s.sweepInterval = defaultSweepInterval
 	}
 	s.SetMaxValueLen(o.MaxValueLen)
+	switch {
+	case o.MetaCacheKeys == 0:
+		s.metaPerStripe = defaultMetaCacheKeys / numStripes
+	case o.MetaCacheKeys > 0:
+		s.metaPerStripe = max(1, o.MetaCacheKeys/numStripes)
+	}
+	for i := range s.stripes {
+		s.stripes[i].meta = make(map[string]keyMeta)
+	}
 	fs := o.FS
 	if fs == nil {
 		fs = vfs.Default
@@ -287,18 +312,31 @@ func (s *Store) events() *pebble.EventListener {
 }
 
 // commit commits b. Pebble cannot go on after it failed to write or sync
-// its WAL (a full disk, a read-only or failing data directory): it panics,
-// sometimes with its commit pipeline locked. So the first such failure is
-// latched, and from then on every write is refused with ErrDiskFailed
-// without going near Pebble, while reads go on (SPEC §7: the server stays
-// up, and loses nothing acknowledged). While flushes fail, writes are
-// refused too (see events).
+// its WAL (a full disk, a read-only or failing data directory), so it never
+// learns of such a failure (see walGuard): the first one is latched, the
+// commit under way is reported failed, and from then on every write is
+// refused with ErrDiskFailed without going near Pebble, while reads go on
+// (SPEC §7: the server stays up, and loses nothing acknowledged). While
+// flushes fail, writes are refused too (see events).
 func (s *Store) commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
 	if err := s.refused(); err != nil {
 		return err
 	}
 	defer s.recoverWrite(&err)
-	return b.Commit(o)
+	if err := b.Commit(o); err != nil {
+		return err
+	}
+	return s.failedSince()
+}
+
+// failedSince is the latched failure, if a WAL write or sync failed while
+// a commit or sync was under way: Pebble was told all was well (see
+// walGuard), so this is how the caller learns its write is in doubt.
+func (s *Store) failedSince() error {
+	if failed := s.failed.Load(); failed != nil {
+		return *failed
+	}
+	return nil
 }
 
 // refused is the error every write is refused with now, or nil. Writes
@@ -320,7 +358,10 @@ func (s *Store) syncWAL() (err error) {
 		return *failed
 	}
 	defer s.recoverWrite(&err)
-	return s.db.LogData(nil, pebble.Sync)
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return err
+	}
+	return s.failedSince()
 }
 
 // failWAL latches the store as failed on an error writing a WAL file
@@ -492,6 +533,9 @@ func (s *Store) FlushAll() error {
 	if err == nil {
 		err = s.commit(b, pebble.NoSync)
 	}
+	for i := range s.stripes {
+		clear(s.stripes[i].meta) // after a failed commit too: the disk is in doubt
+	}
 	if err == nil {
 		s.keys.Store(0)
 		s.keysWithExpiry.Store(0)
@@ -546,12 +590,25 @@ type slot struct {
 // item is one key of a command holding its stripe.
 type item struct {
 	key, dk []byte
+	stripe  int // its stripe's index in Store.stripes
+	st      *stripe
 	cur     slot
 }
 
-// load reads it.cur. The value is copied when withValue is set and left nil
-// otherwise.
+func (s *Store) newItem(key []byte) item {
+	h := hashKey(key)
+	n := int(h % numStripes)
+	return item{key: key, dk: dataKey(h, key), stripe: n, st: &s.stripes[n]}
+}
+
+// load reads it.cur, with its stripe held. The value is copied when
+// withValue is set and left nil otherwise; without it, a key whose metadata
+// the stripe remembers is not read from Pebble at all.
 func (s *Store) load(it *item, now int64, withValue bool) error {
+	if m, ok := it.st.meta[string(it.key)]; ok && !withValue {
+		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence}}
+		return nil
+	}
 	rec, closer, found, err := getRecord(s.db, it.dk)
 	if err != nil || !found {
 		it.cur = slot{}
@@ -564,7 +621,49 @@ func (s *Store) load(it *item, now int64, withValue bool) error {
 	}
 	_ = closer.Close()
 	it.cur = slot{present: true, live: !expiredAt(rec.expiry, now), rec: rec}
+	s.remember(it)
 	return nil
+}
+
+// remember records it.cur, which is on disk, in its stripe's metadata
+// cache; when the cache is full, an arbitrary key is forgotten to make room
+// (Go's map iteration starts at a random place). The caller holds the
+// stripe.
+func (s *Store) remember(it *item) {
+	m := it.st.meta
+	if !it.cur.present {
+		delete(m, string(it.key))
+		return
+	}
+	km := keyMeta{expiry: it.cur.rec.expiry, fence: it.cur.rec.fence}
+	if old, ok := m[string(it.key)]; ok {
+		if old != km {
+			m[string(it.key)] = km
+		}
+		return
+	}
+	if s.metaPerStripe == 0 {
+		return
+	}
+	if len(m) >= s.metaPerStripe {
+		for k := range m {
+			delete(m, k)
+			break
+		}
+	}
+	m[string(it.key)] = km
+}
+
+// committed brings the metadata cache in step with it once the commit of
+// its change returned: what was written is remembered; after a failed
+// commit the key is forgotten, since what is on disk is in doubt. The
+// caller holds its stripe.
+func (s *Store) committed(it *item, err error) {
+	if err != nil {
+		delete(it.st.meta, string(it.key))
+		return
+	}
+	s.remember(it)
 }
 
 // clone copies b; unlike bytes.Clone an empty b gives an empty, non-nil slice.
@@ -682,11 +781,9 @@ func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) 
 	if err := s.refused(); err != nil {
 		return err
 	}
-	h := hashKey(key)
-	it := item{key: key, dk: dataKey(h, key)}
+	it := s.newItem(key)
 	c := change{db: s.db, now: s.nowMs()}
-	st := &s.stripes[h%numStripes]
-	st.Lock()
+	it.st.Lock()
 	err := s.load(&it, c.now, withValue)
 	if err == nil {
 		if it.cur.present && !it.cur.live {
@@ -697,8 +794,9 @@ func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) 
 	var wrote bool
 	if err == nil {
 		wrote, err = s.apply(&c)
+		s.committed(&it, err)
 	}
-	st.Unlock()
+	it.st.Unlock()
 	c.close()
 	if err == nil && wrote {
 		err = s.settle()
@@ -724,11 +822,11 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 			idx[i] = j
 			continue
 		}
-		h := hashKey(k)
 		seen[string(k)] = len(items)
 		idx[i] = len(items)
-		items = append(items, item{key: k, dk: dataKey(h, k)})
-		n := h % numStripes
+		it := s.newItem(k)
+		items = append(items, it)
+		n := it.stripe
 		stripes[n/64] |= 1 << (n % 64)
 	}
 	c := change{db: s.db, now: s.nowMs()}
@@ -749,6 +847,9 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 	var wrote bool
 	if err == nil {
 		wrote, err = s.apply(&c)
+		for i := range items {
+			s.committed(&items[i], err)
+		}
 	}
 	forStripes(&stripes, func(n int) { s.stripes[n].Unlock() })
 	c.close()

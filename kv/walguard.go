@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -10,21 +11,27 @@ import (
 
 // walGuard is the file system Pebble is opened on: the real one, watched
 // where Pebble cannot take an error. Pebble does not survive a WAL it cannot
-// write: when the file of a new WAL cannot be made, or the old one cannot be
-// closed, at a memtable rotation, it panics with its DB mutex released and
-// then unlocks it again: "fatal error: sync: unlock of unlocked mutex",
-// which no recover stops, and the process dies (a read-only data directory
-// does it at the first rotation). So:
+// write: when a write to its WAL fails, the error sticks to the WAL's
+// writer, and at the next memtable rotation closing that writer fails and
+// Pebble panics with its DB mutex released and then unlocks it again:
+// "fatal error: sync: unlock of unlocked mutex", which no recover stops, and
+// the process dies (a full disk or a read-only data directory does it at the
+// first rotation after the failure). The WAL is written by a goroutine of
+// Pebble's, so a commit already under way when the disk fails cannot be
+// kept from that rotation. So Pebble never sees a WAL error:
 //
 //   - the first error writing or syncing a WAL file latches the store as
-//     failed at once (see Store.commit), before Pebble's commit path meets
-//     it: no new write goes in, and with none, no rotation happens;
+//     failed (Store.failWAL), and the call reports success to Pebble;
 //   - a WAL file that cannot be made is handed to Pebble as a file whose
-//     every write fails with that error, so the rotation goes through and
-//     the write that caused it fails, recoverably, at its own sync.
+//     every write and sync is such a failure;
+//   - a commit or sync that returns once the store is latched is reported
+//     failed to its caller (Store.commit, Store.syncWAL), whatever Pebble
+//     said, and no write is let in afterwards.
 //
-// Nothing is acknowledged that is not on disk: the errors still reach the
-// writes they belong to.
+// Nothing is acknowledged that is not on disk as the fsync mode promises:
+// with FsyncAlways a write is acknowledged only after a sync that covers it
+// returned with the store not latched, and the latch is set by the failing
+// write or sync itself, before that sync returns.
 type walGuard struct {
 	vfs.FS
 	s *Store
@@ -48,13 +55,13 @@ func (g walGuard) guard(name string, f vfs.File, err error) (vfs.File, error) {
 	}
 	if err != nil {
 		g.s.failWAL(err)
-		return deadFile{name: name, err: err}, nil
+		return deadFile{name: name}, nil
 	}
 	return walFile{File: f, s: g.s}, nil
 }
 
-// walFile latches the store as failed on the first error writing or
-// syncing it, and returns the error as it came.
+// walFile latches the store as failed on an error writing or syncing it,
+// and hides the error from Pebble (see walGuard).
 type walFile struct {
 	vfs.File
 	s *Store
@@ -64,17 +71,17 @@ func (f walFile) check(err error) error {
 	if err != nil {
 		f.s.failWAL(err)
 	}
-	return err
+	return nil
 }
 
 func (f walFile) Write(p []byte) (int, error) {
-	n, err := f.File.Write(p)
-	return n, f.check(err)
+	_, err := f.File.Write(p)
+	return len(p), f.check(err)
 }
 
 func (f walFile) WriteAt(p []byte, off int64) (int, error) {
-	n, err := f.File.WriteAt(p, off)
-	return n, f.check(err)
+	_, err := f.File.WriteAt(p, off)
+	return len(p), f.check(err)
 }
 
 func (f walFile) Sync() error     { return f.check(f.File.Sync()) }
@@ -89,25 +96,22 @@ func (f walFile) Preallocate(offset, length int64) error {
 	return f.check(f.File.Preallocate(offset, length))
 }
 
-// deadFile is a WAL file that could not be made: every write and sync
-// fails with the error that stopped it.
-type deadFile struct {
-	name string
-	err  error
-}
+// deadFile is a WAL file that could not be made, the store latched as
+// failed: it takes every write and sync and keeps nothing.
+type deadFile struct{ name string }
 
-func (d deadFile) Close() error                       { return nil }
-func (d deadFile) Read([]byte) (int, error)           { return 0, d.err }
-func (d deadFile) ReadAt([]byte, int64) (int, error)  { return 0, d.err }
-func (d deadFile) Write([]byte) (int, error)          { return 0, d.err }
-func (d deadFile) WriteAt([]byte, int64) (int, error) { return 0, d.err }
-func (d deadFile) Preallocate(int64, int64) error     { return nil }
-func (d deadFile) Stat() (vfs.FileInfo, error)        { return deadInfo{d.name}, nil }
-func (d deadFile) Sync() error                        { return d.err }
-func (d deadFile) SyncTo(int64) (bool, error)         { return false, d.err }
-func (d deadFile) SyncData() error                    { return d.err }
-func (d deadFile) Prefetch(int64, int64) error        { return nil }
-func (d deadFile) Fd() uintptr                        { return vfs.InvalidFd }
+func (d deadFile) Close() error                           { return nil }
+func (d deadFile) Read([]byte) (int, error)               { return 0, io.EOF }
+func (d deadFile) ReadAt([]byte, int64) (int, error)      { return 0, io.EOF }
+func (d deadFile) Write(p []byte) (int, error)            { return len(p), nil }
+func (d deadFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+func (d deadFile) Preallocate(int64, int64) error         { return nil }
+func (d deadFile) Stat() (vfs.FileInfo, error)            { return deadInfo{d.name}, nil }
+func (d deadFile) Sync() error                            { return nil }
+func (d deadFile) SyncTo(int64) (bool, error)             { return true, nil }
+func (d deadFile) SyncData() error                        { return nil }
+func (d deadFile) Prefetch(int64, int64) error            { return nil }
+func (d deadFile) Fd() uintptr                            { return vfs.InvalidFd }
 
 // deadInfo is a dead file's Stat: empty.
 type deadInfo struct{ name string }
