@@ -388,6 +388,11 @@ func (r *report) checkGoals() []goalResult {
 	}
 	atMost("contended", "handoff_p99_ms", "2 handoff p99", "ms", 1)
 	ratio("contended", "grants_per_sec", "2 grants/s on one key", "grants/s", 20)
+	// The recipe's grants are mostly a releaser taking the key straight
+	// back (its waiters sleep in backoff), which no store can beat twenty
+	// times over; what a waiter gets is a handoff. Shown beside the target
+	// as the issue words it, not instead of it.
+	ratio("contended", "handoffs_per_sec", "2 (as we read it) handoffs/s on one key", "handoffs/s", 20)
 	if ran("contended") {
 		// Starvation in any round is starvation: the worst round counts.
 		least, most := math.Inf(1), 0.0
