@@ -16,138 +16,20 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure/internal/linmodel"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
-
-// The lease lock as porcupine checks it: one (lock, key) is one partition,
-// and its state is who holds it (a lease id, or nobody), with what fence,
-// and the largest fence it ever granted.
-type histState struct {
-	holder    string
-	fence     int64
-	lastFence int64
-}
-
-type histKind uint8
-
-const (
-	histHold histKind = iota
-	histRenew
-	histRelease
-	histInfo
-)
-
-type histInput struct {
-	kind histKind
-	key  string
-	id   string // RENEW and RELEASE
-	wait int64  // HOLD's WAIT, ms
-}
-
-type histOutput struct {
-	granted bool   // HOLD: a grant; RENEW, RELEASE: :1 or ms left
-	id      string // HOLD's lease id
-	fence   int64  // HOLD's fence; INFO's fence (0: free)
-	lost    string // RENEW, RELEASE: the -LOST reason
-}
-
-// histModel is the sequential specification of one key's lease lock with
-// leases that do not run out in the test (TTL 60 s): LOCK-01 (a grant only
-// of a free key, so never two holders), LOCK-02 (each grant's fence above
-// every earlier one), LOCK-04/05 (only the holder's id renews; a released
-// lease stays released), and LOCK.INFO showing the holder's fence.
-var histModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(histInput).key
-			if byKey[k] == nil {
-				keys = append(keys, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		sort.Strings(keys)
-		var out [][]porcupine.Operation
-		for _, k := range keys {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() any { return histState{} },
-	Step: func(state, input, output any) (bool, any) {
-		st, in, out := state.(histState), input.(histInput), output.(histOutput)
-		switch in.kind {
-		case histHold:
-			if out.granted {
-				// Only a free key is granted, with a fence above all before.
-				if st.holder != "" || out.fence <= st.lastFence {
-					return false, st
-				}
-				return true, histState{holder: out.id, fence: out.fence, lastFence: out.fence}
-			}
-			// Not granted within WAIT: the key was held (a free key has no
-			// open waiter, so a request in line is granted the moment it is
-			// freed).
-			return st.holder != "", st
-		case histRenew:
-			if out.granted {
-				return st.holder == in.id, st
-			}
-			// Nothing runs out or is revoked here: a lease that is not the
-			// holder's was released.
-			return st.holder != in.id && out.lost == "released", st
-		case histRelease:
-			// :1 for the live lease and again for one already released.
-			if !out.granted {
-				return false, st
-			}
-			if st.holder == in.id {
-				return true, histState{lastFence: st.lastFence}
-			}
-			return true, st
-		case histInfo:
-			if out.fence == 0 {
-				return st.holder == "", st
-			}
-			return st.holder != "" && st.fence == out.fence, st
-		}
-		return false, st
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(histInput), output.(histOutput)
-		switch in.kind {
-		case histHold:
-			if out.granted {
-				return fmt.Sprintf("hold(wait %d) -> %s…/%d", in.wait, out.id[:6], out.fence)
-			}
-			return fmt.Sprintf("hold(wait %d) -> null", in.wait)
-		case histRenew, histRelease:
-			name := map[histKind]string{histRenew: "renew", histRelease: "release"}[in.kind]
-			if out.granted {
-				return fmt.Sprintf("%s(%s…) -> ok", name, in.id[:6])
-			}
-			return fmt.Sprintf("%s(%s…) -> LOST %s", name, in.id[:6], out.lost)
-		}
-		return fmt.Sprintf("info -> fence %d", out.fence)
-	},
-	DescribeState: func(state any) string {
-		st := state.(histState)
-		if st.holder == "" {
-			return fmt.Sprintf("free (last fence %d)", st.lastFence)
-		}
-		return fmt.Sprintf("%s…/%d", st.holder[:6], st.fence)
-	},
-}
 
 // LOCK-01, LOCK-02, LOCK-04, LOCK-05, LOCK-08 under concurrency: 20 go-redis
 // clients × 500 operations (HOLD with WAIT 0 or a short WAIT, RENEW and
 // RELEASE of their own and each other's leases, LOCK.INFO) on three keys of
 // one real server, checked for linearizability with porcupine against
-// histModel. Leases have a 60 s TTL, so none runs out during the test and
-// expiry stays out of the model. Besides, across keys, every grant's fence
-// is above the fence of every grant that returned before it was asked for.
+// linmodel.Leases, partitioned by key. Leases have a 60 s TTL, so none runs
+// out during the test. Besides, across keys, every grant's fence is above
+// the fence of every grant that returned before it was asked for. The
+// model's own tests (internal/linmodel) show it refuses what the store must
+// never do.
 func TestLockHistoryLinearizable(t *testing.T) {
 	const (
 		clients = 20
@@ -194,45 +76,45 @@ func TestLockHistoryLinearizable(t *testing.T) {
 			mine := map[string]string{} // key -> the lease this client last got
 			for i := range opsEach {
 				key := keys[rng.IntN(len(keys))]
-				in := histInput{key: key}
+				in := linmodel.LeaseInput{Key: key}
 				var args []any
 				switch p := rng.IntN(100); {
 				case p < 35:
-					in.kind = histHold
+					in.Cmd, in.ReqID, in.TTL = linmodel.Hold, fmt.Sprintf("c%d-%d", c, i), 60000
 					if rng.IntN(2) == 1 {
-						in.wait = 1 + rng.Int64N(15)
+						in.Wait = 1 + rng.Int64N(15)
 					}
-					args = []any{"LOCK.HOLD", "L", key, fmt.Sprintf("c%d-%d", c, i), "TTL", 60000, "WAIT", in.wait}
+					args = []any{"LOCK.HOLD", "L", key, in.ReqID, "TTL", in.TTL, "WAIT", in.Wait}
 				case p < 50:
-					in.kind, in.id = histRenew, pick(rng, key)
-					args = []any{"LOCK.RENEW", in.id}
+					in.Cmd, in.ID = linmodel.Renew, pick(rng, key)
+					args = []any{"LOCK.RENEW", in.ID}
 				case p < 82:
-					in.kind, in.id = histRelease, mine[key]
-					if in.id == "" || rng.IntN(3) == 0 {
-						in.id = pick(rng, key)
+					in.Cmd, in.ID = linmodel.Release, mine[key]
+					if in.ID == "" || rng.IntN(3) == 0 {
+						in.ID = pick(rng, key)
 					}
-					args = []any{"LOCK.RELEASE", in.id}
+					args = []any{"LOCK.RELEASE", in.ID}
 				default:
-					in.kind = histInfo
+					in.Cmd = linmodel.Info
 					args = []any{"LOCK.INFO", "L", key}
 				}
-				if (in.kind == histRenew || in.kind == histRelease) && in.id == "" {
-					in.kind = histInfo
+				if (in.Cmd == linmodel.Renew || in.Cmd == linmodel.Release) && in.ID == "" {
+					in.Cmd = linmodel.Info
 					args = []any{"LOCK.INFO", "L", key}
 				}
-				call := time.Since(base).Nanoseconds()
+				in.Call = time.Since(base).Nanoseconds()
 				v, err := rdb.Do(ctx, args...).Result()
-				ret := time.Since(base).Nanoseconds()
-				out, err := histReply(in, v, err)
+				in.Return = time.Since(base).Nanoseconds()
+				out, err := histReply(in.Cmd, v, err)
 				if err != nil {
 					errs <- fmt.Errorf("client %d op %d %v: %w", c, i, args, err)
 					return
 				}
-				if in.kind == histHold && out.granted {
-					mine[key] = out.id
-					granted(key, out.id)
+				if in.Cmd == linmodel.Hold && out.Outcome == linmodel.OK {
+					mine[key] = out.ID
+					granted(key, out.ID)
 				}
-				history[c] = append(history[c], porcupine.Operation{ClientId: c, Input: in, Output: out, Call: call, Return: ret})
+				history[c] = append(history[c], linmodel.LeaseOp(c, in, out))
 			}
 		}()
 	}
@@ -249,7 +131,7 @@ func TestLockHistoryLinearizable(t *testing.T) {
 	}
 	checkFencesAcrossKeys(t, ops)
 	start := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(histModel, ops, 60*time.Second)
+	res, info := porcupine.CheckOperationsVerbose(linmodel.Leases, ops, 60*time.Second)
 	t.Logf("%d operations in %v, %d grants, checked in %v: %v",
 		len(ops), ran.Round(time.Millisecond), histGrants(ops), time.Since(start).Round(time.Millisecond), res)
 	switch res {
@@ -261,7 +143,7 @@ func TestLockHistoryLinearizable(t *testing.T) {
 		if dir := os.Getenv("TENURE_HISTORY_DIR"); dir != "" {
 			file = filepath.Join(dir, "history.html")
 		}
-		if err := porcupine.VisualizePath(histModel, info, file); err != nil {
+		if err := porcupine.VisualizePath(linmodel.Leases, info, file); err != nil {
 			t.Logf("visualize: %v", err)
 		}
 		t.Fatalf("the history is not linearizable; see %s (set TENURE_HISTORY_DIR to keep it)", file)
@@ -270,53 +152,58 @@ func TestLockHistoryLinearizable(t *testing.T) {
 
 // histReply turns a go-redis reply into the model's output; an error is a
 // reply the model has no place for.
-func histReply(in histInput, v any, err error) (histOutput, error) {
+func histReply(cmd linmodel.LeaseCmd, v any, err error) (linmodel.LeaseOutput, error) {
 	var rerr redis.Error
 	switch {
 	case errors.Is(err, redis.Nil):
-		if in.kind == histHold || in.kind == histInfo {
-			return histOutput{}, nil
+		if cmd == linmodel.Hold || cmd == linmodel.Info {
+			return linmodel.LeaseOutput{Outcome: linmodel.Null}, nil
 		}
 	case errors.As(err, &rerr):
-		if reason, ok := strings.CutPrefix(err.Error(), "LOST "); ok && (in.kind == histRenew || in.kind == histRelease) {
-			return histOutput{lost: reason}, nil
+		if reason, ok := strings.CutPrefix(err.Error(), "LOST "); ok && (cmd == linmodel.Renew || cmd == linmodel.Release) {
+			return linmodel.LeaseOutput{Outcome: linmodel.Lost, Reason: reason}, nil
 		}
-		return histOutput{}, err
+		return linmodel.LeaseOutput{}, err
 	case err != nil:
-		return histOutput{}, err
+		return linmodel.LeaseOutput{}, err
 	}
-	switch in.kind {
-	case histHold:
+	switch cmd {
+	case linmodel.Hold:
 		a, ok := v.([]any)
 		if ok && len(a) == 3 {
 			id, ok1 := a[0].(string)
 			fence, ok2 := a[1].(int64)
-			if ok1 && ok2 {
-				return histOutput{granted: true, id: id, fence: fence}, nil
+			left, ok3 := a[2].(int64)
+			if ok1 && ok2 && ok3 {
+				return linmodel.LeaseOutput{Outcome: linmodel.OK, ID: id, Fence: fence, Left: left}, nil
 			}
 		}
-	case histRenew, histRelease:
+	case linmodel.Renew, linmodel.Release:
 		if n, ok := v.(int64); ok && n > 0 {
-			return histOutput{granted: true}, nil
+			return linmodel.LeaseOutput{Outcome: linmodel.OK, Left: n}, nil
 		}
-	case histInfo:
+	case linmodel.Info:
 		if a, ok := v.([]any); ok && len(a) == 10 && a[0] == "fence" {
 			if f, ok := a[1].(int64); ok {
-				return histOutput{fence: f}, nil // 0 for a free key with lingering places
+				return linmodel.LeaseOutput{Outcome: linmodel.OK, Fence: f}, nil // 0 for a free key with lingering places
 			}
 		}
 	}
-	return histOutput{}, fmt.Errorf("unexpected reply %v", v)
+	return linmodel.LeaseOutput{}, fmt.Errorf("unexpected reply %v", v)
 }
 
 func histGrants(ops []porcupine.Operation) int {
 	n := 0
 	for _, op := range ops {
-		if op.Input.(histInput).kind == histHold && op.Output.(histOutput).granted {
+		if isGrant(op) {
 			n++
 		}
 	}
 	return n
+}
+
+func isGrant(op porcupine.Operation) bool {
+	return op.Input.(linmodel.LeaseInput).Cmd == linmodel.Hold && op.Output.(linmodel.LeaseOutput).Outcome == linmodel.OK
 }
 
 // checkFencesAcrossKeys checks LOCK-02 across partitions: fences are
@@ -326,8 +213,8 @@ func checkFencesAcrossKeys(t *testing.T, ops []porcupine.Operation) {
 	var grants []porcupine.Operation
 	seen := map[int64]bool{}
 	for _, op := range ops {
-		if op.Input.(histInput).kind == histHold && op.Output.(histOutput).granted {
-			f := op.Output.(histOutput).fence
+		if isGrant(op) {
+			f := op.Output.(linmodel.LeaseOutput).Fence
 			if seen[f] {
 				t.Fatalf("fence %d granted twice", f)
 			}
@@ -342,53 +229,11 @@ func checkFencesAcrossKeys(t *testing.T, ops []porcupine.Operation) {
 	j := 0
 	for _, g := range grants {
 		for j < len(byReturn) && byReturn[j].Return < g.Call {
-			maxDone = max(maxDone, byReturn[j].Output.(histOutput).fence)
+			maxDone = max(maxDone, byReturn[j].Output.(linmodel.LeaseOutput).Fence)
 			j++
 		}
-		if f := g.Output.(histOutput).fence; f <= maxDone {
+		if f := g.Output.(linmodel.LeaseOutput).Fence; f <= maxDone {
 			t.Fatalf("fence %d granted after fence %d had been (LOCK-02)", f, maxDone)
-		}
-	}
-}
-
-// The model itself refuses what the store must never do, so that a pass of
-// TestLockHistoryLinearizable means something.
-func TestLockHistoryModelRejects(t *testing.T) {
-	op := func(call, ret int64, in histInput, out histOutput) porcupine.Operation {
-		in.key = "k"
-		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
-	}
-	hold := histInput{kind: histHold}
-	a := histOutput{granted: true, id: "aaaaaaaa", fence: 10}
-	b := histOutput{granted: true, id: "bbbbbbbb", fence: 11}
-	for _, tc := range []struct {
-		name string
-		ops  []porcupine.Operation
-		ok   bool
-	}{
-		{"grant, release, grant", []porcupine.Operation{
-			op(0, 1, hold, a), op(2, 3, histInput{kind: histRelease, id: a.id}, histOutput{granted: true}), op(4, 5, hold, b),
-		}, true},
-		{"concurrent release and grant", []porcupine.Operation{
-			op(0, 1, hold, a), op(2, 5, histInput{kind: histRelease, id: a.id}, histOutput{granted: true}), op(3, 4, hold, b),
-		}, true},
-		{"double grant", []porcupine.Operation{op(0, 1, hold, a), op(2, 3, hold, b)}, false},
-		{"fence goes back", []porcupine.Operation{
-			op(0, 1, hold, b), op(2, 3, histInput{kind: histRelease, id: b.id}, histOutput{granted: true}), op(4, 5, hold, a),
-		}, false},
-		{"null on a free key", []porcupine.Operation{op(0, 1, hold, histOutput{})}, false},
-		{"renew by another id", []porcupine.Operation{
-			op(0, 1, hold, a), op(2, 3, histInput{kind: histRenew, id: b.id}, histOutput{granted: true}),
-		}, false},
-		{"renew after release", []porcupine.Operation{
-			op(0, 1, hold, a), op(2, 3, histInput{kind: histRelease, id: a.id}, histOutput{granted: true}),
-			op(4, 5, histInput{kind: histRenew, id: a.id}, histOutput{granted: true}),
-		}, false},
-		{"info shows another fence", []porcupine.Operation{op(0, 1, hold, a), op(2, 3, histInput{kind: histInfo}, histOutput{fence: 9})}, false},
-		{"info shows a held key free", []porcupine.Operation{op(0, 1, hold, a), op(2, 3, histInput{kind: histInfo}, histOutput{})}, false},
-	} {
-		if got := porcupine.CheckOperations(histModel, tc.ops); got != tc.ok {
-			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.ok)
 		}
 	}
 }

@@ -29,9 +29,13 @@ type Report struct {
 	Regranted                  int // … request ids granted again after a restart
 	GrantsTotal                string
 	FinalCounts                map[string]int64
+	LinCounters, LinLocks      linReport // (d)
 
 	Violations  []string
 	HistoryFile string
+	Visuals     []string // porcupine's pictures of the partitions not linearizable
+
+	linFailures []linFailure
 }
 
 // interval is what one holder believed: from fn's start to fn's end or the
@@ -47,8 +51,9 @@ type interval struct {
 
 func epochOf(fence int64) int64 { return fence >> 32 }
 
-// check reads a history and returns its figures and its violations.
-func check(events []Event, info map[string]string) *Report {
+// check reads a history and returns its figures and its violations. The
+// linearizability check (d) takes at most linBudget (0: a default).
+func check(events []Event, info map[string]string, linBudget time.Duration) *Report {
 	r := &Report{FinalCounts: map[string]int64{}, GrantsTotal: info["grants_total"]}
 	violate := func(format string, args ...any) {
 		r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
@@ -259,6 +264,9 @@ func check(events []Event, info map[string]string) *Report {
 		}
 		last = ep
 	}
+
+	// (d) Linearizability of the raw command history.
+	checkLinearizable(r, events, linBudget)
 	return r
 }
 
@@ -374,6 +382,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "(b) fences:  %d increments lost, %d explained by a restart overlap, %d by a late write\n", r.Collisions, r.ByRestart, r.ByLate)
 	fmt.Fprintf(w, "(c) grants:  %d seen at the proxy for %d request ids, %d of them granted again after a restart; the last epoch's grants_total %s\n",
 		r.ProxyGrants, r.ReqIDs, r.Regranted, r.GrantsTotal)
+	r.LinCounters.print(w, "(d) linearizable: counters", "by key")
+	r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  %s\n", v)
@@ -381,4 +391,16 @@ func (r *Report) Print(w io.Writer) {
 	if r.HistoryFile != "" {
 		fmt.Fprintf(w, "history:    %s\n", r.HistoryFile)
 	}
+	for _, v := range r.Visuals {
+		fmt.Fprintf(w, "porcupine:  %s\n", v)
+	}
+}
+
+func (l linReport) print(w io.Writer, what, parts string) {
+	result := "linearizable"
+	if l.Illegal > 0 || l.Undecided > 0 {
+		result = fmt.Sprintf("%d NOT linearizable, %d undecided", l.Illegal, l.Undecided)
+	}
+	fmt.Fprintf(w, "%s: %d operations (%d of unknown outcome; %d left out) in %d partitions %s: %s, checked in %v\n",
+		what, l.Ops, l.Unknown, l.Dropped, l.Partitions, parts, result, l.Elapsed.Round(time.Millisecond))
 }

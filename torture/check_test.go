@@ -70,14 +70,20 @@ func TestCheckFindsViolations(t *testing.T) {
 		}, "LOCK-10"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := check(tc.events, map[string]string{})
-			got := strings.Join(r.Violations, "\n")
-			switch {
-			case tc.want == "" && got != "":
-				t.Fatalf("want no violation, got:\n%s", got)
-			case tc.want != "" && !strings.Contains(got, tc.want):
-				t.Fatalf("want a violation with %q, got:\n%s", tc.want, got)
-			}
+			wantViolation(t, check(tc.events, map[string]string{}, 0), tc.want)
 		})
+	}
+}
+
+// wantViolation fails t unless r has a violation that contains want, or,
+// with want "", none.
+func wantViolation(t *testing.T, r *Report, want string) {
+	t.Helper()
+	got := strings.Join(r.Violations, "\n")
+	switch {
+	case want == "" && got != "":
+		t.Fatalf("want no violation, got:\n%s", got)
+	case want != "" && !strings.Contains(got, want):
+		t.Fatalf("want a violation with %q, got:\n%s", want, got)
 	}
 }

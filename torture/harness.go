@@ -39,6 +39,9 @@ type Config struct {
 	KeepAll      bool      // write the history of a passing run too
 	ClientExe    []string  // how to start a child client (it reads TORTURE_CLIENT)
 	Log          io.Writer // progress; nil: none
+	// LinBudget bounds the linearizability check of the history; a
+	// partition left undecided fails the run. 0: a default.
+	LinBudget time.Duration
 }
 
 // Every kind of fault the nemesis knows.
@@ -123,16 +126,19 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}
 	h.srv = &server{bin: bin, dir: work + "/data"}
+	h.history.Add(Event{Kind: evConfig, Client: "harness", Start: mono(),
+		Detail: fmt.Sprintf("redis-retries=%d ttl=%v seed=%d", cfg.RedisRetries, cfg.TTL, cfg.Seed)})
 	addr, err := h.srv.start()
 	if err != nil {
 		return nil, err
 	}
 	defer h.srv.kill()
-	h.history.Add(Event{Kind: evRestart, Client: "nemesis", Start: mono(), Detail: "epoch " + h.epoch()})
 	if h.proxy, err = startProxy(h.history); err != nil {
 		return nil, err
 	}
-	h.proxy.setTarget(addr)
+	begin := mono()
+	gen := h.proxy.setTarget(addr)
+	h.history.Add(Event{Kind: evRestart, Client: "nemesis", Start: begin, End: mono(), Target: gen, Detail: "epoch " + h.epoch()})
 	defer h.proxy.close()
 
 	// The clients.
@@ -208,12 +214,13 @@ func Run(cfg Config) (*Report, error) {
 	final := map[string]string{}
 	rdb := redis.NewClient(&redis.Options{Addr: h.srv.address(), MaxRetries: 3})
 	for _, k := range h.keys {
+		start := mono()
 		v, err := rdb.Get(context.Background(), counterKey(k)).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			problems = append(problems, fmt.Sprintf("reading %s after the run: %v", counterKey(k), err))
 		}
 		final[k] = v
-		h.history.Add(Event{Kind: evFinal, Client: "harness", Key: k, Value: v, End: mono()})
+		h.history.Add(Event{Kind: evFinal, Client: "harness", Key: k, Value: v, Start: start, End: mono(), Result: result(err)})
 	}
 	rdb.Close()
 	info, err := h.srv.info(context.Background())
@@ -232,7 +239,8 @@ func Run(cfg Config) (*Report, error) {
 	}
 	h.srv.mu.Unlock()
 
-	rep := check(h.history.Events(), info)
+	h.logf("checking the history")
+	rep := check(h.history.Events(), info, cfg.LinBudget)
 	rep.Elapsed = time.Since(start)
 	rep.Faults = h.faults
 	rep.Restarts = h.restarts
@@ -254,6 +262,7 @@ func Run(cfg Config) (*Report, error) {
 			return rep, fmt.Errorf("write the history: %w", err)
 		}
 		rep.HistoryFile = path
+		rep.Visuals = rep.writeVisualizations(path)
 	}
 	return rep, nil
 }
@@ -267,16 +276,20 @@ func (h *harness) epoch() string {
 	return info["epoch"]
 }
 
+// restart starts the server again. Its restart event starts when the proxy
+// begins to pass connections to it: the clients' commands reach it only
+// from then on.
 func (h *harness) restart() error {
 	addr, err := h.srv.start()
 	if err != nil {
 		return err
 	}
-	h.proxy.setTarget(addr)
+	begin := mono()
+	gen := h.proxy.setTarget(addr)
 	h.mu.Lock()
 	h.restarts++
 	h.mu.Unlock()
-	h.history.Add(Event{Kind: evRestart, Client: "nemesis", Start: mono(), Detail: "epoch " + h.epoch()})
+	h.history.Add(Event{Kind: evRestart, Client: "nemesis", Start: begin, End: mono(), Target: gen, Detail: "epoch " + h.epoch()})
 	return nil
 }
 

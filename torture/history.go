@@ -35,6 +35,13 @@ type Event struct {
 	ReqID    string `json:"reqid,omitempty"`
 	LeaseID  string `json:"lease,omitempty"`
 	Detail   string `json:"detail,omitempty"`
+	// A raw command's: its arguments, and its reply (Result says how it
+	// was answered: ok, nil, error, unknown).
+	Args  []string `json:"args,omitempty"`
+	Reply string   `json:"reply,omitempty"`
+	// Target counts the servers the proxy passed connections to: the
+	// one a command reached, the one a restart started.
+	Target int64 `json:"target,omitempty"`
 }
 
 // The kinds of event.
@@ -48,11 +55,19 @@ const (
 	// The proxy's: a LOCK.HOLD reply that granted, whether or not the
 	// client got it.
 	evGrant = "grant"
+	// The proxy's: a command on the wire (a LOCK.* command, a counter's
+	// GET or SET) that reached server Target: Start just before the read
+	// that brought its last byte was passed on, End just after the read
+	// that brought its reply's last byte (whether or not the client got
+	// it), Result and Reply; Result "unknown" and no End if the
+	// connection closed first.
+	evWire = "wire"
 	// The nemesis's and the harness's.
 	evFault   = "fault"   // Detail: kill, freeze, cut, swallow, burst
-	evRestart = "restart" // the server listens again; Detail: its epoch
-	evFinal   = "final"   // the counter read after the run: Value
+	evRestart = "restart" // the server listens, and the proxy passes connections to it from Start; Detail: its epoch
+	evFinal   = "final"   // the counter read after the run: Value, Result
 	evCounter = "counter" // the server's INFO locks at the end: Detail
+	evConfig  = "config"  // how the run was set up: Detail
 )
 
 // mono reads CLOCK_MONOTONIC.
@@ -95,7 +110,7 @@ func first(e Event) int64 {
 
 // checkFile checks a history written by WriteTo. The server's counters
 // come from its counter event.
-func checkFile(path string) (*Report, error) {
+func checkFile(path string, linBudget time.Duration) (*Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -120,7 +135,7 @@ func checkFile(path string) (*Report, error) {
 		}
 		events = append(events, e)
 	}
-	r := check(events, info)
+	r := check(events, info, linBudget)
 	r.Faults = map[string]int{}
 	for _, e := range events {
 		switch e.Kind {
@@ -132,6 +147,7 @@ func checkFile(path string) (*Report, error) {
 		}
 	}
 	r.Restarts = max(r.Restarts-1, 0) // the first start is no restart
+	r.Visuals = r.writeVisualizations(path)
 	if len(events) > 0 {
 		r.Elapsed = time.Duration(first(events[len(events)-1]) - first(events[0]))
 	}

@@ -17,10 +17,17 @@
 //     after its holder's deadline (a frozen holder's);
 //   - (c) one lease per request id (LOCK-03): the grants the server sent, as
 //     the proxy saw them, against the request ids and the clients' fences,
-//     and the server's grants_total.
+//     and the server's grants_total;
+//   - (d) linearizability of the raw command history, as the proxy saw it
+//     pass, with porcupine, partitioned by key: the counters' GET and
+//     SET … FENCE against a fenced register across restarts, the LOCK.*
+//     commands against the lease lock per key and epoch (see
+//     linearize.go). A partition porcupine cannot decide in time counts as
+//     a violation.
 //
 // It prints operations, faults by kind and violations, and writes the
-// history of a failing run to a file. It exits 1 on a violation.
+// history of a failing run to a file, with porcupine's picture of each
+// partition that is not linearizable beside it. It exits 1 on a violation.
 //
 //	go run ./torture -duration 30m
 package main
@@ -52,10 +59,11 @@ func main() {
 		history    = flag.String("history", "", "file for a failing run's history (default torture-history-UNIX.jsonl)")
 		keep       = flag.Bool("keep-history", false, "write the history of a passing run too")
 		recheck    = flag.String("check", "", "check a history `file` written by an earlier run, and run nothing")
+		linBudget  = flag.Duration("lin-budget", 0, "time for the linearizability check (0: 2m); undecided partitions fail the run")
 	)
 	flag.Parse()
 	if *recheck != "" {
-		rep, err := checkFile(*recheck)
+		rep, err := checkFile(*recheck, *linBudget)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "torture: %v\n", err)
 			os.Exit(2)
@@ -70,7 +78,7 @@ func main() {
 		Duration: *duration, Seed: *seed, Keys: *keys, Goroutines: *goroutines,
 		Procs: *procs, PerProc: *perProc, TTL: *ttl, Server: *serverBin, Race: *race, RedisRetries: *retries,
 		Faults: strings.Split(*faults, ","), History: *history, KeepAll: *keep,
-		ClientExe: []string{os.Args[0]}, Log: os.Stderr,
+		ClientExe: []string{os.Args[0]}, Log: os.Stderr, LinBudget: *linBudget,
 	})
 	if rep != nil {
 		rep.Print(os.Stdout)

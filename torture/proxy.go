@@ -17,14 +17,18 @@ import (
 // proxy stands between the clients and the server: the clients know its
 // address, which stays put while the server restarts on new ones. It reads
 // what passes, as RESP, to log every LOCK.HOLD that was granted (the
-// server's word, whether or not the client heard it), and it does harm on
+// server's word, whether or not the client heard it), and the raw command
+// history that check (d) checks for linearizability: every lock command and
+// every GET and SET of a counter, with the server that got it, its times,
+// and its reply or none (evWire). And it does harm on
 // the nemesis's order: it cuts connections, and it swallows the next reply
 // of a connection and then cuts it, so that the client never learns what
 // became of its request.
 type proxy struct {
 	ln      net.Listener
 	history *History
-	target  atomic.Pointer[string] // the server's address; nil while it is down
+	target  atomic.Pointer[proxyTarget] // nil while the server is down
+	gens    atomic.Int64
 
 	mu    sync.Mutex
 	conns map[*pconn]struct{}
@@ -59,12 +63,23 @@ func startProxy(history *History) (*proxy, error) {
 
 func (p *proxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *proxy) setTarget(addr string) {
+// proxyTarget is a server the proxy passes connections to; gen counts the
+// servers, so that a command on the wire can be told which one it reached.
+type proxyTarget struct {
+	addr string
+	gen  int64
+}
+
+// setTarget points the proxy at a server, or at none (""), and returns the
+// server's gen.
+func (p *proxy) setTarget(addr string) int64 {
 	if addr == "" {
 		p.target.Store(nil)
-		return
+		return 0
 	}
-	p.target.Store(&addr)
+	t := &proxyTarget{addr: addr, gen: p.gens.Add(1)}
+	p.target.Store(t)
+	return t.gen
 }
 
 func (p *proxy) serve() {
@@ -89,7 +104,14 @@ func (p *proxy) handle(client net.Conn) {
 		client.Close()
 		return
 	}
-	server, err := net.DialTimeout("tcp", *target, time.Second)
+	server, err := net.DialTimeout("tcp", target.addr, time.Second)
+	if err == nil && p.target.Load() != target {
+		// The server was killed meanwhile, and another may listen on
+		// its port: a server gets the clients' commands only after the
+		// proxy points at it (the epoch spans of linearize.go).
+		server.Close()
+		err = errors.New("the target changed")
+	}
 	if err != nil {
 		p.refused.Add(1)
 		client.Close()
@@ -107,80 +129,167 @@ func (p *proxy) handle(client net.Conn) {
 		p.mu.Unlock()
 	}()
 
-	// Each direction is copied as it comes and parsed beside: requests
-	// tell which reply answers a LOCK.HOLD, and with which reqid.
-	reqs := make(chan holdAsk, 1<<16)
-	reqPipe, reqFeed := io.Pipe()
-	repPipe, repFeed := io.Pipe()
+	// Each direction is copied as it comes and parsed beside, each read
+	// stamped before it is passed on: the request a reply answers is the
+	// oldest unanswered one, the server processed it after the read that
+	// brought the request's last byte, and before the read that brought
+	// the reply's.
+	reqs := make(chan wireAsk, 1<<16)
+	reqFeed := make(chan chunk, 64)
+	repFeed := make(chan chunk, 64)
 	var wg sync.WaitGroup
 	wg.Add(4)
 	go func() {
 		defer wg.Done()
-		defer reqFeed.Close()
+		defer close(reqFeed)
 		copyFeeding(server, client, reqFeed, nil)
 		c.close()
 	}()
 	go func() {
 		defer wg.Done()
-		defer repFeed.Close()
+		defer close(repFeed)
 		copyFeeding(client, server, repFeed, &c.swallow)
 		c.close()
 	}()
 	go func() {
 		defer wg.Done()
 		defer close(reqs)
-		br := bufio.NewReader(reqPipe)
+		cr := &chunkReader{ch: reqFeed}
+		br := bufio.NewReader(cr)
 		for {
 			args, err := readRequest(br)
 			if err != nil {
-				io.Copy(io.Discard, reqPipe)
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+					// What passes from now on goes unrecorded.
+					p.history.Add(Event{Kind: evWire, Client: "proxy", Result: "unreadable", Reply: err.Error(), Start: cr.last, Target: target.gen})
+					c.close()
+				}
+				cr.drain()
 				return
 			}
-			ask := holdAsk{}
-			if len(args) >= 4 && strings.EqualFold(args[0], "lock.hold") {
-				ask = holdAsk{hold: true, lock: args[1], key: args[2], reqid: args[3]}
-			}
-			reqs <- ask
+			reqs <- wireAsk{args: args, sent: cr.last}
 		}
 	}()
 	go func() {
 		defer wg.Done()
-		br := bufio.NewReader(repPipe)
+		cr := &chunkReader{ch: repFeed}
+		br := bufio.NewReader(cr)
 		for {
 			v, err := readReply(br)
 			if err != nil {
-				io.Copy(io.Discard, repPipe)
-				return
+				break
 			}
 			ask, ok := <-reqs
 			if !ok {
-				io.Copy(io.Discard, repPipe)
-				return
+				break
 			}
-			if ask.hold && v.kind == '*' && len(v.elems) == 3 {
-				fence, _ := strconv.ParseInt(v.elems[1].str, 10, 64)
-				p.history.Add(Event{Kind: evGrant, Client: "proxy", Key: ask.key, ReqID: ask.reqid,
-					LeaseID: v.elems[0].str, Fence: fence, End: mono()})
+			p.answered(ask, v, cr.last, target.gen)
+		}
+		cr.drain()
+		// What was sent and never answered: the server may or may not
+		// have done it.
+		for ask := range reqs {
+			if tracked(ask.args) {
+				p.history.Add(Event{Kind: evWire, Client: "proxy", Args: ask.args, Start: ask.sent, Result: "unknown", Target: target.gen})
 			}
 		}
 	}()
 	wg.Wait()
 }
 
-type holdAsk struct {
-	hold             bool
-	lock, key, reqid string
+// wireAsk is a request that went to the server, and when.
+type wireAsk struct {
+	args []string
+	sent int64
 }
 
-// copyFeeding copies src to dst and everything read to feed. When swallow
-// is set, what is read next is not passed on, and the connection is cut:
-// the reply is lost on the way.
-func copyFeeding(dst, src net.Conn, feed io.Writer, swallow *atomic.Bool) {
+// tracked says whether a request goes into the raw command history: the
+// lock module's commands and the counters' GET and SET.
+func tracked(args []string) bool {
+	if len(args) < 2 {
+		return false
+	}
+	switch strings.ToLower(args[0]) {
+	case "lock.hold", "lock.renew", "lock.release":
+		return true
+	case "get", "set":
+		return strings.HasPrefix(args[1], counterKey(""))
+	}
+	return false
+}
+
+// answered records a request the server answered at got (whether or not the
+// reply then reached the client): every grant of a LOCK.HOLD (evGrant),
+// and every tracked command (evWire).
+func (p *proxy) answered(ask wireAsk, v reply, got int64, gen int64) {
+	if len(ask.args) >= 4 && strings.EqualFold(ask.args[0], "lock.hold") && v.kind == '*' && len(v.elems) == 3 {
+		fence, _ := strconv.ParseInt(v.elems[1].str, 10, 64)
+		p.history.Add(Event{Kind: evGrant, Client: "proxy", Key: ask.args[2], ReqID: ask.args[3],
+			LeaseID: v.elems[0].str, Fence: fence, End: got})
+	}
+	if !tracked(ask.args) {
+		return
+	}
+	e := Event{Kind: evWire, Client: "proxy", Args: ask.args, Start: ask.sent, End: got, Target: gen}
+	switch {
+	case v.kind == '-':
+		e.Result, e.Reply = "error", v.str
+	case v.null:
+		e.Result = "nil"
+	case v.kind == '*':
+		parts := make([]string, len(v.elems))
+		for i, x := range v.elems {
+			parts[i] = x.str
+		}
+		e.Result, e.Reply = "ok", strings.Join(parts, " ")
+	default:
+		e.Result, e.Reply = "ok", v.str
+	}
+	p.history.Add(e)
+}
+
+// chunk is what one read of a connection brought, and when it was read.
+type chunk struct {
+	b []byte
+	t int64
+}
+
+// chunkReader reads the chunks of one direction, and tells when the last
+// one it took was read.
+type chunkReader struct {
+	ch   <-chan chunk
+	cur  []byte
+	last int64
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		c, ok := <-r.ch
+		if !ok {
+			return 0, io.EOF
+		}
+		r.cur, r.last = c.b, c.t
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+// drain takes what is left, so that the copying goroutine never blocks.
+func (r *chunkReader) drain() {
+	for range r.ch {
+	}
+}
+
+// copyFeeding copies src to dst, and feeds every read, stamped, to feed
+// before it is written on. When swallow is set, what is read next is not
+// passed on, and the connection is cut: the reply is lost on the way.
+func copyFeeding(dst, src net.Conn, feed chan<- chunk, swallow *atomic.Bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			feed.Write(buf[:n])
+			feed <- chunk{b: append([]byte(nil), buf[:n]...), t: mono()}
 			if swallow != nil && swallow.Load() {
 				return
 			}
