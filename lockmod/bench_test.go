@@ -42,7 +42,7 @@ func BenchmarkHoldRelease(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := m.Release(g.LeaseID); err != nil {
+		if err := m.Release(g.LeaseID()); err != nil {
 			b.Fatal(err)
 		}
 		clock.Advance(10 * time.Microsecond)
@@ -55,11 +55,11 @@ func BenchmarkHandoff(b *testing.B) {
 	clock := NewFakeClock(start)
 	m := New(Config{Clock: clock})
 	defer m.Close()
-	hold := func(i int) *Ticket {
+	hold := func(i int) Ticket {
 		return m.Hold(HoldRequest{Lock: "summaries", Key: "chat", ReqID: strconv.Itoa(i), TTL: 10 * sec})
 	}
 	g, _ := hold(-1).Result()
-	line := make([]*Ticket, 0, 16)
+	line := make([]Ticket, 0, 16)
 	for i := range 16 {
 		line = append(line, hold(i))
 	}
@@ -67,7 +67,7 @@ func BenchmarkHandoff(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if err := m.Release(g.LeaseID); err != nil {
+		if err := m.Release(g.LeaseID()); err != nil {
 			b.Fatal(err)
 		}
 		head := line[0]
@@ -97,7 +97,7 @@ func BenchmarkRenew(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ids[i] = g.LeaseID
+		ids[i] = g.LeaseID()
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -139,15 +139,18 @@ func liveLeaseBytes(tb testing.TB, n int) float64 {
 }
 
 // TestMemoryPerLiveLease reports the bytes a live lease costs with 100,000
-// of them, and fails well above the 300-byte budget.
+// of them (~209 with these names and reqids), and fails at 230: a margin
+// for the runtime's own noise, well under the 300-byte budget that covers
+// the whole server's RSS at a million leases (issue 6).
 func TestMemoryPerLiveLease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates 100,000 leases")
 	}
+	const limit = 230
 	per := liveLeaseBytes(t, 100_000)
 	t.Logf("%.0f bytes per live lease (100,000 leases)", per)
-	if per > 300 {
-		t.Errorf("%.0f bytes per live lease, budget 300", per)
+	if per > limit {
+		t.Errorf("%.0f bytes per live lease, limit %d", per, limit)
 	}
 }
 
@@ -157,4 +160,46 @@ func BenchmarkLiveLeaseMemory(b *testing.B) {
 		per = liveLeaseBytes(b, 100_000)
 	}
 	b.ReportMetric(per, "bytes/lease")
+}
+
+// TestHoldGrantedAtOnceAllocatesOnce: a HOLD granted at once makes one
+// allocation, the text of its request, and a RENEW none: no Ticket, no
+// lease id string, no copy of its arguments. Garbage is what lets a
+// filling store's RSS run ahead of its live heap (issue 6).
+func TestHoldGrantedAtOnceAllocatesOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations")
+	}
+	m := New(Config{Clock: NewFakeClock(start)})
+	defer m.Close()
+	const n = 5000
+	reqids := reqIDs(n)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "chat-" + strconv.Itoa(i)
+	}
+	m.Hold(HoldRequest{Lock: "summaries", Key: "first", ReqID: "first"}) // arm the timer and grow the first places
+	i := 0
+	allocs := testing.AllocsPerRun(n-1, func() {
+		g, err := m.Hold(HoldRequest{Lock: "summaries", Key: keys[i], ReqID: reqids[i], TTL: 10 * sec}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b [32]byte
+		id, _ := parseLeaseID(string(g.AppendLeaseID(b[:0])))
+		if r := m.lease(id); r == nil || r.phase != live {
+			t.Fatalf("lease %d not live", i)
+		}
+		i++
+	})
+	// Tables, the slab and the event heap grow now and then; that is
+	// amortized well below one allocation an op.
+	if allocs > 1 {
+		t.Errorf("%.2f allocations a HOLD granted at once, want 1", allocs)
+	}
+	g, _ := m.Hold(HoldRequest{Lock: "summaries", Key: "first", ReqID: "first"}).Result()
+	id := g.LeaseID()
+	if allocs := testing.AllocsPerRun(1000, func() { m.Renew(id, 0) }); allocs != 0 {
+		t.Errorf("%.2f allocations a RENEW, want 0", allocs)
+	}
 }

@@ -13,7 +13,7 @@ func TestSPEC3_HoldReplies(t *testing.T) {
 	t.Run("granted", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		g := h.granted("l", "k", "r", ttl(30*sec))
-		if len(g.LeaseID) != 32 || g.Fence != 1<<32+1 || g.TTLLeft != 30*sec {
+		if len(g.LeaseID()) != 32 || g.Fence != 1<<32+1 || g.TTLLeft != 30*sec {
 			t.Fatalf("grant %+v", g)
 		}
 	})
@@ -22,7 +22,7 @@ func TestSPEC3_HoldReplies(t *testing.T) {
 		g := h.granted("l", "k", "a")
 		tk := h.hold("l", "k", "b", wait(5*sec))
 		h.advance(4 * sec)
-		h.m.Release(g.LeaseID)
+		h.m.Release(g.LeaseID())
 		mustGrant(t, tk)
 	})
 	t.Run("not granted within WAIT", func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestSPEC3_HoldReplies(t *testing.T) {
 		g := h.granted("l", "k", "r", ttl(10*sec))
 		h.advance(1500 * ms)
 		again := h.granted("l", "k", "r", wait(0))
-		if again.LeaseID != g.LeaseID || again.Fence != g.Fence || again.TTLLeft != 8500*ms {
+		if again.LeaseID() != g.LeaseID() || again.Fence != g.Fence || again.TTLLeft != 8500*ms {
 			t.Fatalf("retry %+v, first %+v", again, g)
 		}
 	})
@@ -61,7 +61,7 @@ func TestSPEC3_HoldReplies(t *testing.T) {
 		h := newHarness(t, Config{})
 		a := h.granted("l", "k", "a")
 		tk := h.hold("l", "k", "b")
-		h.m.Release(a.LeaseID)
+		h.m.Release(a.LeaseID())
 		g := mustGrant(t, tk)
 		if again := h.granted("l", "k", "b"); again != g {
 			t.Fatalf("retry %+v, grant %+v", again, g)
@@ -76,12 +76,12 @@ func TestSPEC3_HoldReplies(t *testing.T) {
 				h.advance(2 * sec)
 			case ReasonMaxHold:
 				h.advance(1500 * ms)
-				h.m.Renew(g.LeaseID, 0)
+				h.m.Renew(g.LeaseID(), 0)
 				h.advance(1500 * ms)
 			case ReasonAdmin:
 				h.m.Revoke("l", "k")
 			case ReasonReleased:
-				h.m.Release(g.LeaseID)
+				h.m.Release(g.LeaseID())
 			}
 			mustLostTicket(t, h.hold("l", "k", "r"), reason)
 			mustLostTicket(t, h.hold("l", "k", "r", wait(0)), reason)
@@ -98,7 +98,7 @@ func TestSPEC3_HoldReplies(t *testing.T) {
 		h.advance(2 * sec)
 		mustFail(t, second, ErrNotGranted)
 		third := h.hold("l", "k", "b")
-		h.m.Release(g.LeaseID)
+		h.m.Release(g.LeaseID())
 		mustGrant(t, third)
 	})
 	t.Run("same reqid, lingering place: taken over", func(t *testing.T) {
@@ -126,20 +126,20 @@ func TestSPEC3_Renew(t *testing.T) {
 		h := newHarness(t, Config{})
 		g := h.granted("l", "k", "r", ttl(3*sec))
 		h.advance(2 * sec)
-		if left, err := h.m.Renew(g.LeaseID, 0); err != nil || left != 3*sec {
+		if left, err := h.m.Renew(g.LeaseID(), 0); err != nil || left != 3*sec {
 			t.Fatalf("renew %v %v", left, err)
 		}
 	})
 	t.Run("explicit ttl, then the default again", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		g := h.granted("l", "k", "r", ttl(3*sec))
-		if left, _ := h.m.Renew(g.LeaseID, 20*sec); left != 20*sec {
+		if left, _ := h.m.Renew(g.LeaseID(), 20*sec); left != 20*sec {
 			t.Fatalf("renew 20s: %v", left)
 		}
-		if left, _ := h.m.Renew(g.LeaseID, 1500*ms); left != 1500*ms {
+		if left, _ := h.m.Renew(g.LeaseID(), 1500*ms); left != 1500*ms {
 			t.Fatalf("renew 1.5s: %v (a shorter ttl moves the deadline back)", left)
 		}
-		if left, _ := h.m.Renew(g.LeaseID, 0); left != 3*sec {
+		if left, _ := h.m.Renew(g.LeaseID(), 0); left != 3*sec {
 			t.Fatalf("renew default: %v, want the granted 3s", left)
 		}
 		if s := h.m.Stats(); s.RenewalsTotal != 3 {
@@ -150,7 +150,7 @@ func TestSPEC3_Renew(t *testing.T) {
 		h := newHarness(t, Config{})
 		g := h.granted("l", "k", "r", ttl(10*sec), maxHold(15*sec))
 		h.advance(8 * sec)
-		if left, _ := h.m.Renew(g.LeaseID, 0); left != 7*sec {
+		if left, _ := h.m.Renew(g.LeaseID(), 0); left != 7*sec {
 			t.Fatalf("renew %v, want 7s", left)
 		}
 		if info := h.info("l", "k"); info.TTL != 7*sec || info.MaxHold != 7*sec {
@@ -162,7 +162,7 @@ func TestSPEC3_Renew(t *testing.T) {
 		g := h.granted("l", "k", "r", ttl(sec))
 		h.advance(sec)
 		for range 3 {
-			_, err := h.m.Renew(g.LeaseID, time.Hour)
+			_, err := h.m.Renew(g.LeaseID(), time.Hour)
 			mustLost(t, err, ReasonExpired)
 		}
 		if _, ok := h.m.Info("l", "k"); ok {
@@ -183,18 +183,18 @@ func TestSPEC3_Release(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "a")
 	w := h.hold("l", "k", "b")
-	if err := h.m.Release(g.LeaseID); err != nil {
+	if err := h.m.Release(g.LeaseID()); err != nil {
 		t.Fatal(err)
 	}
 	gb := mustGrant(t, w) // the next in line, in the same step
-	if err := h.m.Release(g.LeaseID); err != nil {
+	if err := h.m.Release(g.LeaseID()); err != nil {
 		t.Fatalf("retried release %v, want nil", err)
 	}
 	if info := h.info("l", "k"); info.Fence != gb.Fence {
 		t.Fatalf("a retried release touched the next lease: %+v", info)
 	}
 	h.m.Revoke("l", "k")
-	mustLost(t, h.m.Release(gb.LeaseID), ReasonAdmin)
+	mustLost(t, h.m.Release(gb.LeaseID()), ReasonAdmin)
 	mustLost(t, h.m.Release("not an id"), ReasonUnknownLease)
 	if s := h.m.Stats(); s.ReleasedTotal != 1 || s.RevokedTotal != 1 {
 		t.Fatalf("stats %+v", s)
@@ -212,12 +212,12 @@ func TestSPEC3_Revoke(t *testing.T) {
 		t.Fatal("revoke of a held key reported false")
 	}
 	gb := mustGrant(t, w)
-	_, err := h.m.Renew(g.LeaseID, 0)
+	_, err := h.m.Renew(g.LeaseID(), 0)
 	mustLost(t, err, ReasonAdmin)
 	if !h.m.Revoke("l", "k") {
 		t.Fatal("second revoke")
 	}
-	mustLost(t, h.m.Release(gb.LeaseID), ReasonAdmin)
+	mustLost(t, h.m.Release(gb.LeaseID()), ReasonAdmin)
 	if h.m.Revoke("l", "k") {
 		t.Fatal("revoke with nothing live reported true")
 	}
@@ -236,7 +236,7 @@ func TestSPEC3_Info(t *testing.T) {
 	if info := h.info("l", "k"); info != want {
 		t.Fatalf("info %+v, want %+v", info, want)
 	}
-	h.m.Release(g.LeaseID) // b gets it, passing over c
+	h.m.Release(g.LeaseID()) // b gets it, passing over c
 	want = KeyInfo{Fence: g.Fence + 1, TTL: 10 * sec, Held: 0, MaxHold: -ms, Waiters: 1}
 	if info := h.info("l", "k"); info != want {
 		t.Fatalf("info %+v, want %+v", info, want)
@@ -257,7 +257,7 @@ func TestSPEC3_InfoFreeKeyWithLingeringPlaces(t *testing.T) {
 	h.advance(100 * ms)
 	mustFail(t, w1, ErrAbandoned)
 	mustFail(t, w2, ErrNotGranted)
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	want := KeyInfo{Fence: 0, TTL: -ms, Held: -ms, MaxHold: -ms, Waiters: 2}
 	if info := h.info("l", "k"); info != want {
 		t.Fatalf("info %+v, want %+v", info, want)
@@ -296,7 +296,7 @@ func TestSPEC3_LingerResumeWithinLinger(t *testing.T) {
 	h.advance(2*sec - 1) // custom linger
 	b = h.hold("l", "k", "b")
 	mustWait(t, b)
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	mustGrant(t, b)
 	mustWait(t, c)
 }
@@ -312,10 +312,10 @@ func TestSPEC3_LingerExpiryForgetsThePlace(t *testing.T) {
 		t.Fatalf("waiters %d after the linger, want 1", info.Waiters)
 	}
 	b = h.hold("l", "k", "b") // a new place, behind c
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	gc := mustGrant(t, c)
 	mustWait(t, b)
-	h.m.Release(gc.LeaseID)
+	h.m.Release(gc.LeaseID())
 	mustGrant(t, b)
 }
 
@@ -326,9 +326,9 @@ func TestSPEC3_LingerPassedOverNeverGranted(t *testing.T) {
 	h.advance(sec)
 	mustFail(t, b, ErrNotGranted)
 	c := h.hold("l", "k", "c")
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	gc := mustGrant(t, c) // b lingers ahead of c, passed over
-	h.m.Release(gc.LeaseID)
+	h.m.Release(gc.LeaseID())
 	if info := h.info("l", "k"); info.Fence != 0 || info.Waiters != 1 {
 		t.Fatalf("info %+v: the lingering place was granted", info)
 	}
@@ -338,7 +338,7 @@ func TestSPEC3_LingerPassedOverNeverGranted(t *testing.T) {
 	// first in line again.
 	b = h.hold("l", "k", "b")
 	e := h.hold("l", "k", "e")
-	h.m.Release(gd.LeaseID)
+	h.m.Release(gd.LeaseID())
 	mustGrant(t, b)
 	mustWait(t, e)
 }
@@ -349,7 +349,7 @@ func TestSPEC3_LingerResumeOnFreeKeyGrantsAtOnce(t *testing.T) {
 	b := h.hold("l", "k", "b", wait(sec))
 	h.advance(sec)
 	mustFail(t, b, ErrNotGranted)
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	gb := h.granted("l", "k", "b", wait(0))
 	if gb.Fence != g.Fence+1 {
 		t.Fatalf("fence %d", gb.Fence)
@@ -371,7 +371,7 @@ func TestSPEC3_LingerResumeWithWait0StaysLingering(t *testing.T) {
 	h.advance(900 * ms)
 	b = h.hold("l", "k", "b")
 	c := h.hold("l", "k", "c")
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	mustGrant(t, b)
 	mustWait(t, c)
 }
@@ -384,7 +384,7 @@ func TestSPEC3_AbandonNeverGranted(t *testing.T) {
 	b.Abandon()
 	mustFail(t, b, ErrAbandoned)
 	b.Abandon() // twice is harmless
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	mustGrant(t, c)
 	if info := h.info("l", "k"); info.Waiters != 1 {
 		t.Fatalf("info %+v: the abandoned place should linger", info)
@@ -403,7 +403,7 @@ func TestSPEC3_AbandonResumeWithinLinger(t *testing.T) {
 	b.Abandon()
 	h.advance(500 * ms)
 	b = h.hold("l", "k", "b")
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	mustGrant(t, b)
 	mustWait(t, c)
 }
@@ -415,15 +415,15 @@ func TestSPEC3_AbandonAfterGrantLeavesTheLease(t *testing.T) {
 	tk.Abandon()
 	a := h.granted("l", "k2", "x")
 	w := h.hold("l", "k2", "y")
-	h.m.Release(a.LeaseID)
+	h.m.Release(a.LeaseID())
 	gw := mustGrant(t, w)
 	w.Abandon()
 	for _, g := range []Grant{g, gw} {
-		if _, err := h.m.Renew(g.LeaseID, 0); err != nil {
+		if _, err := h.m.Renew(g.LeaseID(), 0); err != nil {
 			t.Fatalf("abandoning a granted ticket ended the lease: %v", err)
 		}
 	}
-	if again := h.granted("l", "k2", "y"); again.LeaseID != gw.LeaseID {
+	if again := h.granted("l", "k2", "y"); again.LeaseID() != gw.LeaseID() {
 		t.Fatal("retry after an undelivered grant got another lease")
 	}
 }
@@ -437,10 +437,10 @@ func TestClose(t *testing.T) {
 	h.m.Close()
 	mustFail(t, w, ErrClosed)
 	mustFail(t, h.hold("l", "k2", "d"), ErrClosed)
-	if _, err := h.m.Renew(g.LeaseID, 0); !errors.Is(err, ErrClosed) {
+	if _, err := h.m.Renew(g.LeaseID(), 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("renew after close: %v", err)
 	}
-	if err := h.m.Release(g.LeaseID); !errors.Is(err, ErrClosed) {
+	if err := h.m.Release(g.LeaseID()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("release after close: %v", err)
 	}
 	if h.m.Revoke("l", "k") {
@@ -466,8 +466,8 @@ func TestStats(t *testing.T) {
 	h.granted("l", "3", "c")
 	h.hold("l", "3", "d")
 	h.hold("l", "3", "e", wait(ms))
-	h.m.Renew(a.LeaseID, 0)
-	h.m.Renew(b.LeaseID, 0)
+	h.m.Renew(a.LeaseID(), 0)
+	h.m.Renew(b.LeaseID(), 0)
 	h.advance(sec) // a expires, b revoked at maxhold, e lingers
 	h.m.Revoke("l", "3")
 	want := Stats{Epoch: 4, Leases: 1, Waiters: 1, GrantsTotal: 4, RenewalsTotal: 2,
@@ -487,7 +487,7 @@ func TestLOCK03_LOCK05_MemoryForgetsEverything(t *testing.T) {
 		switch i % 6 {
 		case 0:
 			if g, err := tk.Result(); isDone(tk) && err == nil {
-				h.m.Release(g.LeaseID)
+				h.m.Release(g.LeaseID())
 			}
 		case 1:
 			tk.Abandon()
@@ -495,7 +495,7 @@ func TestLOCK03_LOCK05_MemoryForgetsEverything(t *testing.T) {
 			h.m.Revoke("l", key)
 		case 3:
 			if g, err := tk.Result(); isDone(tk) && err == nil {
-				h.m.Renew(g.LeaseID, 2*sec)
+				h.m.Renew(g.LeaseID(), 2*sec)
 			}
 		}
 		if i%50 == 0 {
@@ -524,9 +524,9 @@ func TestHugeDurationsDoNotWrap(t *testing.T) {
 	w := h.hold("l", "k", "b", wait(forever))
 	h.advance(24 * time.Hour)
 	mustWait(t, w)
-	if left, err := h.m.Renew(g.LeaseID, forever); err != nil || left <= 0 {
+	if left, err := h.m.Renew(g.LeaseID(), forever); err != nil || left <= 0 {
 		t.Fatalf("renew: %v %v", left, err)
 	}
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	mustGrant(t, w)
 }

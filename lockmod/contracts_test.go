@@ -53,7 +53,7 @@ func TestLOCK02_FencesIncreaseAcrossKeys(t *testing.T) {
 			t.Fatalf("fence %d after %d", g.Fence, last)
 		}
 		last = g.Fence
-		if err := h.m.Release(g.LeaseID); err != nil {
+		if err := h.m.Release(g.LeaseID()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,7 +128,7 @@ func TestLOCK03_RetryWhileLiveGetsSameLease(t *testing.T) {
 	h.advance(3 * sec)
 	// The retry comes with other options; they do not make a second lease.
 	again := h.granted("l", "k", "req-1", ttl(30*sec), maxHold(sec))
-	if again.LeaseID != g.LeaseID || again.Fence != g.Fence || again.TTLLeft != 7*sec {
+	if again.LeaseID() != g.LeaseID() || again.Fence != g.Fence || again.TTLLeft != 7*sec {
 		t.Fatalf("retry got %+v, want %+v with 7s left", again, g)
 	}
 	if s := h.m.Stats(); s.GrantsTotal != 1 {
@@ -145,11 +145,11 @@ func TestLOCK03_RetryAfterEndGetsReason(t *testing.T) {
 		{ReasonMaxHold, func(h *harness, g Grant) {
 			for range 4 {
 				h.advance(4 * sec)
-				h.m.Renew(g.LeaseID, 0)
+				h.m.Renew(g.LeaseID(), 0)
 			}
 		}},
 		{ReasonAdmin, func(h *harness, g Grant) { h.m.Revoke("l", "k") }},
-		{ReasonReleased, func(h *harness, g Grant) { h.m.Release(g.LeaseID) }},
+		{ReasonReleased, func(h *harness, g Grant) { h.m.Release(g.LeaseID()) }},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			h := newHarness(t, Config{})
@@ -176,7 +176,7 @@ func TestLOCK03_RetryInLineSupersedesAndTakesOver(t *testing.T) {
 	if info := h.info("l", "k"); info.Waiters != 2 {
 		t.Fatalf("waiters %d, want 2 (b's place is one place)", info.Waiters)
 	}
-	h.m.Release(a.LeaseID)
+	h.m.Release(a.LeaseID())
 	mustGrant(t, retry) // b kept its place ahead of c
 }
 
@@ -185,7 +185,7 @@ func TestLOCK03_ReqIDOnAnotherKey(t *testing.T) {
 	g := h.granted("l", "k", "live")
 	h.hold("l", "k", "waiting")
 	ended := h.granted("l", "k2", "ended")
-	h.m.Release(ended.LeaseID)
+	h.m.Release(ended.LeaseID())
 	for _, reqid := range []string{"live", "waiting", "ended"} {
 		mustFail(t, h.hold("l", "other", reqid), ErrReqIDInUse)
 		mustFail(t, h.hold("other", "k", reqid), ErrReqIDInUse)
@@ -196,17 +196,17 @@ func TestLOCK03_ReqIDOnAnotherKey(t *testing.T) {
 func TestLOCK03_ReqIDRememberedForTTLAfterEndThenForgotten(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "req", ttl(2*sec))
-	h.m.Renew(g.LeaseID, 5*sec) // the longest ttl sets how long it is remembered
-	h.advance(5 * sec)          // expired now
+	h.m.Renew(g.LeaseID(), 5*sec) // the longest ttl sets how long it is remembered
+	h.advance(5 * sec)            // expired now
 	h.advance(5*sec - 1)
 	mustLostTicket(t, h.hold("l", "k", "req"), ReasonExpired)
-	_, err := h.m.Renew(g.LeaseID, 0)
+	_, err := h.m.Renew(g.LeaseID(), 0)
 	mustLost(t, err, ReasonExpired)
 	h.advance(1)
-	_, err = h.m.Renew(g.LeaseID, 0)
+	_, err = h.m.Renew(g.LeaseID(), 0)
 	mustLost(t, err, ReasonUnknownLease)
 	again := h.granted("l", "k", "req") // forgotten: a fresh request
-	if again.LeaseID == g.LeaseID || again.Fence <= g.Fence {
+	if again.LeaseID() == g.LeaseID() || again.Fence <= g.Fence {
 		t.Fatalf("fresh grant %+v after %+v", again, g)
 	}
 }
@@ -217,10 +217,10 @@ func TestLOCK04_LeaseIDsAreRandomHex(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 1000 {
 		g := h.granted("l", strconv.Itoa(i), strconv.Itoa(i))
-		if !hex32.MatchString(g.LeaseID) || seen[g.LeaseID] {
-			t.Fatalf("lease id %q: not 32 lowercase hex, or seen before", g.LeaseID)
+		if !hex32.MatchString(g.LeaseID()) || seen[g.LeaseID()] {
+			t.Fatalf("lease id %q: not 32 lowercase hex, or seen before", g.LeaseID())
 		}
-		seen[g.LeaseID] = true
+		seen[g.LeaseID()] = true
 	}
 }
 
@@ -228,11 +228,11 @@ func TestLOCK04_IDsComeFromConfigRand(t *testing.T) {
 	src := bytes.Repeat([]byte{0xab}, 16)
 	src = append(src, bytes.Repeat([]byte{0x01}, 16)...)
 	h := newHarness(t, Config{Rand: bytes.NewReader(src)})
-	if g := h.granted("l", "k1", "r1"); g.LeaseID != "abababababababababababababababab" {
-		t.Fatalf("lease id %q", g.LeaseID)
+	if g := h.granted("l", "k1", "r1"); g.LeaseID() != "abababababababababababababababab" {
+		t.Fatalf("lease id %q", g.LeaseID())
 	}
-	if g := h.granted("l", "k2", "r2"); g.LeaseID != "01010101010101010101010101010101" {
-		t.Fatalf("lease id %q", g.LeaseID)
+	if g := h.granted("l", "k2", "r2"); g.LeaseID() != "01010101010101010101010101010101" {
+		t.Fatalf("lease id %q", g.LeaseID())
 	}
 	// The source ran dry: the grant fails, nothing is held.
 	tk := h.hold("l", "k3", "r3")
@@ -253,12 +253,12 @@ func TestLOCK04_FenceOpensNothing(t *testing.T) {
 		fmt.Sprintf("%032x", g.Fence),
 		fmt.Sprintf("%032d", g.Fence),
 		"",
-		g.LeaseID[:31],
-		g.LeaseID + "0",
-		bytesUpper(g.LeaseID),
-		"zz" + g.LeaseID[2:],
+		g.LeaseID()[:31],
+		g.LeaseID() + "0",
+		bytesUpper(g.LeaseID()),
+		"zz" + g.LeaseID()[2:],
 	} {
-		if id == g.LeaseID {
+		if id == g.LeaseID() {
 			continue
 		}
 		_, err := h.m.Renew(id, 0)
@@ -280,28 +280,28 @@ func TestLOCK05_EndedLeaseNeverRenewed(t *testing.T) {
 		{ReasonExpired, func(h *harness, g Grant) { h.advance(10 * sec) }},
 		{ReasonMaxHold, func(h *harness, g Grant) {
 			h.advance(9 * sec)
-			h.m.Renew(g.LeaseID, 0)
+			h.m.Renew(g.LeaseID(), 0)
 			h.advance(3 * sec)
 		}},
 		{ReasonAdmin, func(h *harness, g Grant) { h.m.Revoke("l", "k") }},
-		{ReasonReleased, func(h *harness, g Grant) { h.m.Release(g.LeaseID) }},
+		{ReasonReleased, func(h *harness, g Grant) { h.m.Release(g.LeaseID()) }},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			h := newHarness(t, Config{})
 			g := h.granted("l", "k", "r", ttl(10*sec), maxHold(12*sec))
 			tc.end(h, g)
 			for range 3 {
-				_, err := h.m.Renew(g.LeaseID, 0)
+				_, err := h.m.Renew(g.LeaseID(), 0)
 				mustLost(t, err, tc.reason)
-				_, err = h.m.Renew(g.LeaseID, time.Hour)
+				_, err = h.m.Renew(g.LeaseID(), time.Hour)
 				mustLost(t, err, tc.reason)
 			}
 			// Holding the key again is a new lease with a new fence.
 			g2 := h.granted("l", "k", "r2")
-			if g2.LeaseID == g.LeaseID || g2.Fence <= g.Fence {
+			if g2.LeaseID() == g.LeaseID() || g2.Fence <= g.Fence {
 				t.Fatalf("new lease %+v after %+v", g2, g)
 			}
-			_, err := h.m.Renew(g.LeaseID, 0)
+			_, err := h.m.Renew(g.LeaseID(), 0)
 			mustLost(t, err, tc.reason) // and the old id still does not renew
 		})
 	}
@@ -310,23 +310,23 @@ func TestLOCK05_EndedLeaseNeverRenewed(t *testing.T) {
 func TestLOCK05_ReleaseOfEndedLease(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "r1")
-	if err := h.m.Release(g.LeaseID); err != nil {
+	if err := h.m.Release(g.LeaseID()); err != nil {
 		t.Fatalf("release of a live lease: %v", err)
 	}
-	if err := h.m.Release(g.LeaseID); err != nil {
+	if err := h.m.Release(g.LeaseID()); err != nil {
 		t.Fatalf("retried release: %v, want nil (:1)", err)
 	}
 	g = h.granted("l", "k", "r2", ttl(sec))
 	h.advance(sec)
-	mustLost(t, h.m.Release(g.LeaseID), ReasonExpired)
+	mustLost(t, h.m.Release(g.LeaseID()), ReasonExpired)
 	g = h.granted("l", "k", "r3")
 	h.m.Revoke("l", "k")
-	mustLost(t, h.m.Release(g.LeaseID), ReasonAdmin)
+	mustLost(t, h.m.Release(g.LeaseID()), ReasonAdmin)
 	g = h.granted("l", "k", "r4", maxHold(sec))
 	h.advance(sec)
-	mustLost(t, h.m.Release(g.LeaseID), ReasonMaxHold)
+	mustLost(t, h.m.Release(g.LeaseID()), ReasonMaxHold)
 	h.advance(time.Minute)
-	mustLost(t, h.m.Release(g.LeaseID), ReasonUnknownLease)
+	mustLost(t, h.m.Release(g.LeaseID()), ReasonUnknownLease)
 }
 
 func TestLOCK06_DeadlineIsGrantOrRenewalPlusTTL(t *testing.T) {
@@ -336,7 +336,7 @@ func TestLOCK06_DeadlineIsGrantOrRenewalPlusTTL(t *testing.T) {
 		t.Fatalf("ttl left %v", g.TTLLeft)
 	}
 	h.advance(4 * sec)
-	if left, err := h.m.Renew(g.LeaseID, 0); err != nil || left != 5*sec {
+	if left, err := h.m.Renew(g.LeaseID(), 0); err != nil || left != 5*sec {
 		t.Fatalf("renew: %v %v", left, err)
 	}
 	h.advance(5*sec - 1)
@@ -347,7 +347,7 @@ func TestLOCK06_DeadlineIsGrantOrRenewalPlusTTL(t *testing.T) {
 	if _, ok := h.m.Info("l", "k"); ok {
 		t.Fatal("lease live at its deadline")
 	}
-	_, err := h.m.Renew(g.LeaseID, 0)
+	_, err := h.m.Renew(g.LeaseID(), 0)
 	mustLost(t, err, ReasonExpired)
 }
 
@@ -396,7 +396,7 @@ func TestLOCK06_LateTimerNeverShowsEndedLeaseLive(t *testing.T) {
 	g := h.granted("l", "k", "a", ttl(sec))
 	w := h.hold("l", "k", "b")
 	fake.Advance(sec) // no timer fires
-	_, err := h.m.Renew(g.LeaseID, 0)
+	_, err := h.m.Renew(g.LeaseID(), 0)
 	mustLost(t, err, ReasonExpired)
 	mustGrant(t, w) // the re-check handed the key over too
 }
@@ -424,26 +424,26 @@ func TestLOCK07_MaxHoldRevokesDespiteRenewals(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 	h.advance(3 * sec)
-	if left, _ := h.m.Renew(g.LeaseID, 0); left != 4*sec {
+	if left, _ := h.m.Renew(g.LeaseID(), 0); left != 4*sec {
 		t.Fatalf("renew at 3s: %v", left)
 	}
 	h.advance(3 * sec)
-	if left, _ := h.m.Renew(g.LeaseID, 0); left != 4*sec {
+	if left, _ := h.m.Renew(g.LeaseID(), 0); left != 4*sec {
 		t.Fatalf("renew at 6s: %v", left)
 	}
 	h.advance(3 * sec)
 	// At 9s the cap is 1s away: the reply is less than the ttl.
-	if left, err := h.m.Renew(g.LeaseID, 0); err != nil || left != sec {
+	if left, err := h.m.Renew(g.LeaseID(), 0); err != nil || left != sec {
 		t.Fatalf("renew at 9s: %v %v, want 1s", left, err)
 	}
-	if left, _ := h.m.Renew(g.LeaseID, time.Hour); left != sec {
+	if left, _ := h.m.Renew(g.LeaseID(), time.Hour); left != sec {
 		t.Fatalf("renew with a long ttl at 9s: %v, want 1s", left)
 	}
 	h.advance(sec - 1)
 	mustWait(t, w)
 	h.advance(1)
 	mustGrant(t, w)
-	_, err := h.m.Renew(g.LeaseID, 0)
+	_, err := h.m.Renew(g.LeaseID(), 0)
 	mustLost(t, err, ReasonMaxHold)
 	if s := h.m.Stats(); s.RevokedTotal != 1 || s.ExpiredTotal != 0 {
 		t.Fatalf("stats %+v", s)
@@ -464,14 +464,14 @@ func TestLOCK07_ExpiryBeforeTheCapIsExpired(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "r", ttl(2*sec), maxHold(time.Hour))
 	h.advance(2 * sec)
-	_, err := h.m.Renew(g.LeaseID, 0)
+	_, err := h.m.Renew(g.LeaseID(), 0)
 	mustLost(t, err, ReasonExpired)
 }
 
 func TestLOCK08_FIFO(t *testing.T) {
 	h := newHarness(t, Config{})
 	g := h.granted("l", "k", "holder")
-	var line []*Ticket
+	var line []Ticket
 	for i := range 5 {
 		line = append(line, h.hold("l", "k", fmt.Sprint("w", i)))
 	}
@@ -479,7 +479,7 @@ func TestLOCK08_FIFO(t *testing.T) {
 		for _, later := range line[i:] {
 			mustWait(t, later)
 		}
-		h.m.Release(g.LeaseID)
+		h.m.Release(g.LeaseID())
 		g = mustGrant(t, tk)
 	}
 }
@@ -493,7 +493,7 @@ func TestLOCK08_RetryKeepsOriginalPlace(t *testing.T) {
 	mustFail(t, b, ErrNotGranted)
 	h.advance(DefaultLinger - 1)
 	b = h.hold("l", "k", "b") // resumes the place ahead of c
-	h.m.Release(g.LeaseID)
+	h.m.Release(g.LeaseID())
 	mustGrant(t, b)
 	mustWait(t, c)
 }
@@ -527,12 +527,12 @@ func TestLOCK01_ConcurrentSystemClock(t *testing.T) {
 				}
 				holding[key] = true
 				mu.Unlock()
-				m.Renew(g.LeaseID, 0)
+				m.Renew(g.LeaseID(), 0)
 				m.Info("l", key)
 				mu.Lock()
 				holding[key] = false
 				mu.Unlock()
-				if err := m.Release(g.LeaseID); err != nil {
+				if err := m.Release(g.LeaseID()); err != nil {
 					t.Error(err)
 				}
 			}
@@ -576,37 +576,36 @@ func TestLOCK04_IDPrefixClashDrawsAgain(t *testing.T) {
 	h := newHarness(t, Config{Rand: &prefixClash{n: 1}})
 	g1 := h.granted("l", "k1", "r1")
 	g2 := h.granted("l", "k2", "r2")
-	if g1.LeaseID[:16] == g2.LeaseID[:16] {
-		t.Fatalf("two remembered leases share a 64-bit prefix: %s %s", g1.LeaseID, g2.LeaseID)
+	if g1.LeaseID()[:16] == g2.LeaseID()[:16] {
+		t.Fatalf("two remembered leases share a 64-bit prefix: %s %s", g1.LeaseID(), g2.LeaseID())
 	}
 	for _, g := range []Grant{g1, g2} {
-		if left, err := h.m.Renew(g.LeaseID, 0); err != nil || left != 10*sec {
-			t.Fatalf("renew %s: %v %v", g.LeaseID, left, err)
+		if left, err := h.m.Renew(g.LeaseID(), 0); err != nil || left != 10*sec {
+			t.Fatalf("renew %s: %v %v", g.LeaseID(), left, err)
 		}
 	}
 	// An id that shares a live lease's first 64 bits is still unknown.
-	other := g1.LeaseID[:16] + "ffffffffffffffff"
+	other := g1.LeaseID()[:16] + "ffffffffffffffff"
 	_, err := h.m.Renew(other, 0)
 	mustLost(t, err, ReasonUnknownLease)
 }
 
 func TestIndexSpill(t *testing.T) {
 	h := newHarness(t, Config{})
-	constant := func(string) uint64 { return 7 }
-	h.m.keys.hash, h.m.reqs.hash = constant, constant
+	h.m.hashMask = 0 // every name and reqid under one hash
 	var grants []Grant
 	for i := range 20 {
 		grants = append(grants, h.granted("l", strconv.Itoa(i), fmt.Sprint("r", i), ttl(time.Duration(i+1)*sec)))
 	}
 	for i, g := range grants {
-		if again := h.granted("l", strconv.Itoa(i), fmt.Sprint("r", i)); again.LeaseID != g.LeaseID {
+		if again := h.granted("l", strconv.Itoa(i), fmt.Sprint("r", i)); again.LeaseID() != g.LeaseID() {
 			t.Fatalf("retry %d found another lease", i)
 		}
 		mustFail(t, h.hold("l", "x", fmt.Sprint("r", i)), ErrReqIDInUse)
 	}
-	// Release from the middle and the front; the one in byHash goes first.
+	// Release from the middle and the front; the one at the hash's home goes first.
 	for _, i := range []int{0, 10, 5, 19, 1} {
-		h.m.Release(grants[i].LeaseID)
+		h.m.Release(grants[i].LeaseID())
 		if err := checkInvariants(h.m); err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func ttl(d time.Duration) opt     { return func(r *HoldRequest) { r.TTL = d } }
 func wait(d time.Duration) opt    { return func(r *HoldRequest) { r.Wait, r.HasWait = d, true } }
 func maxHold(d time.Duration) opt { return func(r *HoldRequest) { r.MaxHold = d } }
 
-func (h *harness) hold(lock, key, reqid string, opts ...opt) *Ticket {
+func (h *harness) hold(lock, key, reqid string, opts ...opt) Ticket {
 	req := HoldRequest{Lock: lock, Key: key, ReqID: reqid, TTL: 10 * sec}
 	for _, o := range opts {
 		o(&req)
@@ -54,7 +54,7 @@ func (h *harness) granted(lock, key, reqid string, opts ...opt) Grant {
 
 func (h *harness) advance(d time.Duration) { h.clock.Advance(d) }
 
-func isDone(tk *Ticket) bool {
+func isDone(tk Ticket) bool {
 	select {
 	case <-tk.Done():
 		return true
@@ -63,7 +63,7 @@ func isDone(tk *Ticket) bool {
 	}
 }
 
-func mustGrant(t *testing.T, tk *Ticket) Grant {
+func mustGrant(t *testing.T, tk Ticket) Grant {
 	t.Helper()
 	if !isDone(tk) {
 		t.Fatalf("ticket still waits, want a grant")
@@ -75,7 +75,7 @@ func mustGrant(t *testing.T, tk *Ticket) Grant {
 	return g
 }
 
-func mustWait(t *testing.T, tk *Ticket) {
+func mustWait(t *testing.T, tk Ticket) {
 	t.Helper()
 	if isDone(tk) {
 		g, err := tk.Result()
@@ -83,7 +83,7 @@ func mustWait(t *testing.T, tk *Ticket) {
 	}
 }
 
-func mustFail(t *testing.T, tk *Ticket, want error) {
+func mustFail(t *testing.T, tk Ticket, want error) {
 	t.Helper()
 	if !isDone(tk) {
 		t.Fatalf("ticket still waits, want %v", want)
@@ -104,7 +104,7 @@ func mustLost(t *testing.T, err error, reason string) {
 	}
 }
 
-func mustLostTicket(t *testing.T, tk *Ticket, reason string) {
+func mustLostTicket(t *testing.T, tk Ticket, reason string) {
 	t.Helper()
 	if !isDone(tk) {
 		t.Fatalf("ticket still waits, want LOST %s", reason)
@@ -127,9 +127,9 @@ func checkEmpty(t *testing.T, m *Manager) {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n := m.keys.len() + len(m.lines) + len(m.leases) + m.reqs.len() + len(m.events) + m.waiters; n != 0 {
-		t.Fatalf("manager not empty: keys %d lines %d leases %d reqs %d events %d waiters %d",
-			m.keys.len(), len(m.lines), len(m.leases), m.reqs.len(), len(m.events), m.waiters)
+	if n := m.keys.len() + len(m.lines) + m.leases.len() + m.reqs.len() + m.events.len() + m.waiters + m.slab.used; n != 0 {
+		t.Fatalf("manager not empty: keys %d lines %d leases %d reqs %d events %d waiters %d requests %d",
+			m.keys.len(), len(m.lines), m.leases.len(), m.reqs.len(), m.events.len(), m.waiters, m.slab.used)
 	}
 }
 
@@ -142,34 +142,55 @@ func checkInvariants(m *Manager) (err error) {
 			err = fmt.Errorf(format, args...)
 		}
 	}
-	if err := checkIndex(m.keys); err != nil {
-		return fmt.Errorf("keys: %w", err)
+	if err := checkSlab(m); err != nil {
+		return fmt.Errorf("slab: %w", err)
 	}
-	if err := checkIndex(m.reqs); err != nil {
-		return fmt.Errorf("reqs: %w", err)
+	for _, x := range []struct {
+		name string
+		t    *table
+		hash func(*request) uint32
+	}{
+		{"keys", &m.keys, func(r *request) uint32 { return m.hashName(r.name()) }},
+		{"reqs", &m.reqs, func(r *request) uint32 { return m.hashName(r.reqKey()) }},
+		{"leases", &m.leases, func(r *request) uint32 { return r.id.hash() }},
+	} {
+		if err := checkTable(m, x.t, x.hash); err != nil {
+			return fmt.Errorf("%s: %w", x.name, err)
+		}
 	}
-	m.keys.each(func(r *request) {
-		if r.phase != live || m.lease(r.id) != r || m.reqs.get(r.reqid) != r {
-			fail("key %q: holder %+v not a live, indexed lease", r.name, r)
+	m.keys.each(func(_, ref uint32) {
+		r := m.slab.get(ref)
+		if r.phase != live || m.lease(r.id) != r || m.byReqKey(r.reqKey(), r.hexReqID) != r {
+			fail("key %q: holder %+v not a live, indexed lease", r.name(), r)
 		}
 		if r.index < 0 {
-			fail("key %q: live lease not scheduled", r.name)
+			fail("key %q: live lease not scheduled", r.name())
 		}
 	})
-	for k, r := range m.leases {
-		if r.id.key() != k || (r.phase != live && r.phase != ended) {
+	m.reqs.each(func(_, ref uint32) {
+		r := m.slab.get(ref)
+		if (r.phase == live || r.phase == ended) != (m.lease(r.id) == r) {
+			fail("reqid %q: phase %d, and indexed as a lease: %v", r.reqID(), r.phase, m.lease(r.id) == r)
+		}
+	})
+	if n := m.reqs.len(); n != m.slab.used {
+		fail("%d reqids indexed, %d requests in the slab", n, m.slab.used)
+	}
+	m.leases.each(func(_, ref uint32) {
+		r := m.slab.get(ref)
+		if r.phase != live && r.phase != ended {
 			fail("lease %x: bad record %+v", r.id, r)
 		}
-		if r.phase == live && m.keys.get(r.name) != r {
+		if r.phase == live && m.holder(r.name()) != r {
 			fail("lease %x: live but not its key's holder (LOCK-01)", r.id)
 		}
 		if r.index < 0 {
 			fail("lease %x: not scheduled", r.id)
 		}
-		if r.rare != nil && (r.rare.ticket != nil || r.rare.prev != nil || r.rare.next != nil) {
+		if r.rare != nil && (r.rare.waiter != nil || r.rare.prev != nil || r.rare.next != nil) {
 			fail("lease %x: keeps its place in line", r.id)
 		}
-	}
+	})
 	places := 0
 	for name, ln := range m.lines {
 		if ln.n == 0 {
@@ -179,28 +200,28 @@ func checkInvariants(m *Manager) (err error) {
 		var prev *request
 		for r := ln.head; r != nil; r = r.rare.next {
 			n++
-			if r.rare.prev != prev || r.name != name || m.reqs.get(r.reqid) != r {
-				return fmt.Errorf("line %q: broken at %q", name, r.reqid)
+			if r.rare.prev != prev || r.name() != name || m.byReqKey(r.reqKey(), r.hexReqID) != r {
+				return fmt.Errorf("line %q: broken at %q", name, r.reqID())
 			}
 			switch r.phase {
 			case waiting:
 				open++
-				if r.rare.ticket == nil {
-					fail("line %q: waiting place %q without ticket", name, r.reqid)
+				if r.rare.waiter == nil || r.rare.waiter.req != r {
+					fail("line %q: waiting place %q without ticket", name, r.reqID())
 				}
 			case lingering:
-				if r.rare.ticket != nil || r.index < 0 {
-					fail("line %q: lingering place %q with ticket or unscheduled", name, r.reqid)
+				if r.rare.waiter != nil || r.index < 0 {
+					fail("line %q: lingering place %q with ticket or unscheduled", name, r.reqID())
 				}
 			default:
-				fail("line %q: place %q in phase %d", name, r.reqid, r.phase)
+				fail("line %q: place %q in phase %d", name, r.reqID(), r.phase)
 			}
 			prev = r
 		}
 		if prev != ln.tail || n != ln.n {
 			fail("line %q: tail or count wrong", name)
 		}
-		if open > 0 && m.keys.get(name) == nil {
+		if open > 0 && m.holder(name) == nil {
 			fail("line %q: free key with %d open waiters (LOCK-06)", name, open)
 		}
 		places += n
@@ -211,12 +232,16 @@ func checkInvariants(m *Manager) (err error) {
 	if err := checkOrder(m); err != nil {
 		fail("order: %v", err)
 	}
-	for i, r := range m.events {
+	for i, ref := range m.events.refs {
+		r := m.slab.get(ref)
 		if int(r.index) != i {
 			fail("event %d: index %d", i, r.index)
 		}
-		if i > 0 && m.events.Less(i, (i-1)/2) {
+		if i > 0 && before(r, m.slab.get(m.events.refs[(i-1)/2])) {
 			fail("event %d: heap order broken", i)
+		}
+		if m.reqs.len() > 0 && m.byReqKey(r.reqKey(), r.hexReqID) != r {
+			fail("event %d: request %q not remembered", i, r.reqID())
 		}
 	}
 	return err
@@ -228,24 +253,39 @@ func checkInvariants(m *Manager) (err error) {
 func checkOrder(m *Manager) error {
 	o := m.order
 	listed := map[string]bool{}
+	marked := 0
 	if err := checkOrderBlocks(o, func(e *orderEntry) error {
-		if r := m.keys.get(e.r.name); r != nil && r != e.r {
-			return fmt.Errorf("%q: listed with a request that is not its holder", e.r.name)
+		name := e.r.name()
+		if r := m.holder(name); r != nil && r != e.r {
+			return fmt.Errorf("%q: listed with a request that is not its holder", name)
 		}
-		listed[e.r.name] = true
+		if !e.r.listed || m.byReqKey(e.r.reqKey(), e.r.hexReqID) != e.r {
+			return fmt.Errorf("%q: listed with a request not marked listed, or forgotten", name)
+		}
+		listed[name] = true
 		return nil
 	}); err != nil {
 		return err
 	}
+	for _, c := range m.slab.chunks {
+		for i := range c {
+			if c[i].listed {
+				marked++
+			}
+		}
+	}
+	if marked != o.n {
+		return fmt.Errorf("%d requests marked listed, %d keys listed", marked, o.n)
+	}
 	n, want := o.n, 0
-	m.keys.each(func(r *request) {
+	m.keys.each(func(_, ref uint32) {
 		want++
-		if !listed[r.name] {
+		if !listed[m.slab.get(ref).name()] {
 			n = -1
 		}
 	})
 	for name := range m.lines {
-		if m.keys.get(name) == nil {
+		if m.holder(name) == nil {
 			want++
 		}
 		if !listed[name] {
@@ -270,11 +310,11 @@ func checkOrderBlocks(o *order, each func(*orderEntry) error) error {
 		}
 		for j := range b.n {
 			e := &b.e[j]
-			if e.r == nil || o.posOf(e.r.name) != e.pos {
+			if e.r == nil || o.posOf(e.r.name()) != e.pos {
 				return fmt.Errorf("block %d entry %d: wrong position or no request", bi, j)
 			}
-			if prev != nil && compareEntry(*prev, e.pos, e.r.name) >= 0 {
-				return fmt.Errorf("block %d entry %d: %q out of order", bi, j, e.r.name)
+			if prev != nil && compareEntry(*prev, e.pos, e.r.name()) >= 0 {
+				return fmt.Errorf("block %d entry %d: %q out of order", bi, j, e.r.name())
 			}
 			if err := each(e); err != nil {
 				return err
@@ -294,23 +334,68 @@ func checkOrderBlocks(o *order, each func(*orderEntry) error) error {
 	return nil
 }
 
-// checkIndex insists that every entry is found under its own string.
-func checkIndex(x *index) error {
-	for h, r := range x.byHash {
-		if x.hash(x.keyOf(r)) != h {
-			return fmt.Errorf("%q under the wrong hash", x.keyOf(r))
+// checkTable insists that every entry of t is a request in use, filed
+// under its own hash, found by a probe from that hash, and counted.
+func checkTable(m *Manager, t *table, hash func(*request) uint32) error {
+	n := 0
+	for si := range t.shards {
+		sh := &t.shards[si]
+		k := 0
+		for _, e := range sh.slots {
+			if e == 0 {
+				continue
+			}
+			k++
+			h, ref := uint32(e>>32), uint32(e)
+			if int(h>>(32-tableShardBits)) != si {
+				return fmt.Errorf("hash %#x in shard %d", h, si)
+			}
+			r := m.slab.get(ref)
+			if r.ref != ref || r.text == "" {
+				return fmt.Errorf("ref %d: not a request in use", ref)
+			}
+			if hash(r) != h {
+				return fmt.Errorf("%q under the wrong hash", r.text)
+			}
+			found := false
+			for p := t.find(h); !found; {
+				got := p.next()
+				if got == 0 {
+					break
+				}
+				found = got == ref
+			}
+			if !found {
+				return fmt.Errorf("%q not found from its hash", r.text)
+			}
+		}
+		if k != sh.n || (k > 0 && k*5 > len(sh.slots)*4) {
+			return fmt.Errorf("shard %d: %d entries, counted %d, in %d slots", si, k, sh.n, len(sh.slots))
+		}
+		n += k
+	}
+	if n != t.n {
+		return fmt.Errorf("%d entries, counted %d", n, t.n)
+	}
+	return nil
+}
+
+// checkSlab insists that the free list and the requests in use add up,
+// and that free requests are blank.
+func checkSlab(m *Manager) error {
+	s := &m.slab
+	free := 0
+	for ref := s.free; ref != 0; ref = uint32(s.get(ref).at) {
+		r := s.get(ref)
+		if r.ref != ref || r.text != "" || r.rare != nil || r.index != -1 || r.listed {
+			return fmt.Errorf("free request %d not blank: %+v", ref, r)
+		}
+		if free++; free > len(s.chunks)*slabChunk {
+			return fmt.Errorf("free list loops")
 		}
 	}
-	for s, r := range x.spill {
-		if x.keyOf(r) != s || x.byHash[x.hash(s)] == nil {
-			return fmt.Errorf("spilled %q: wrong key, or its hash slot is empty", s)
-		}
+	if total := len(s.chunks)*slabChunk - 1; total > 0 && free+s.used != total {
+		return fmt.Errorf("%d free and %d in use of %d", free, s.used, total)
 	}
-	var err error
-	x.each(func(r *request) {
-		if x.get(x.keyOf(r)) != r && err == nil {
-			err = fmt.Errorf("%q not found", x.keyOf(r))
-		}
-	})
-	return err
+	return nil
 }

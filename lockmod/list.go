@@ -37,7 +37,7 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 	next = m.order.walk(lock, cursor, count, func(name string) {
 		_, key := splitName(name)
 		e := ListEntry{Key: key, TTL: notApplicable}
-		if r := m.keys.get(name); r != nil {
+		if r := m.holder(name); r != nil {
 			e.Fence = r.fence
 			e.TTL = time.Duration(r.at - now)
 		}

@@ -165,7 +165,7 @@ func TestListDuringChurn(t *testing.T) {
 				return
 			}
 			if g, err := tk.Result(); err == nil && lock == "l" {
-				held[key] = g.LeaseID
+				held[key] = g.LeaseID()
 			}
 		}
 		keyGen := rapid.IntRange(0, 400)
@@ -234,7 +234,7 @@ func TestOrderBlocks(t *testing.T) {
 		} else {
 			r := reqs[name]
 			if r == nil {
-				r = &request{name: name}
+				r = &request{text: name, nameLen: uint32(len(name))}
 				reqs[name] = r
 			}
 			o.add(r)
@@ -242,8 +242,8 @@ func TestOrderBlocks(t *testing.T) {
 		}
 		if i%500 == 0 || i == 19999 {
 			if err := checkOrderBlocks(o, func(e *orderEntry) error {
-				if !model[e.r.name] {
-					return fmt.Errorf("%q listed, not in the model", e.r.name)
+				if !model[e.r.name()] {
+					return fmt.Errorf("%q listed, not in the model", e.r.name())
 				}
 				return nil
 			}); err != nil {

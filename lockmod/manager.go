@@ -4,9 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
-	"strings"
 	"sync"
 	"time"
 )
@@ -38,7 +38,9 @@ type Config struct {
 	Observer Observer
 }
 
-// HoldRequest asks for (Lock, Key) on behalf of request ReqID.
+// HoldRequest asks for (Lock, Key) on behalf of request ReqID. Hold copies
+// what it keeps, so the strings may alias buffers the caller reuses once
+// Hold has returned.
 type HoldRequest struct {
 	Lock, Key, ReqID string
 	TTL              time.Duration // <= 0: DefaultTTL
@@ -49,10 +51,20 @@ type HoldRequest struct {
 
 // Grant is a lease as its holder learns it.
 type Grant struct {
-	LeaseID string        // 32 lowercase hex characters (LOCK-04)
+	id      leaseID
 	Fence   uint64        // epoch<<32 + n (LOCK-02)
 	TTLLeft time.Duration // deadline - now
 }
+
+// LeaseID is the lease id: 32 lowercase hex characters (LOCK-04).
+func (g Grant) LeaseID() string {
+	var b [2 * len(leaseID{})]byte
+	return string(g.AppendLeaseID(b[:0]))
+}
+
+// AppendLeaseID appends LeaseID to b, so that a reply can carry the id
+// without a string made for it.
+func (g Grant) AppendLeaseID(b []byte) []byte { return hex.AppendEncode(b, g.id[:]) }
 
 // KeyInfo is what LOCK.INFO shows of a (lock, key). Never a lease id.
 // Durations that do not apply are -1ms, so that resp's ms conversion prints -1.
@@ -96,12 +108,18 @@ type Manager struct {
 	epoch uint64
 	n     uint32 // the last n used in this epoch
 
-	keys   *index              // (lock, key) -> its live lease (LOCK-01)
-	lines  map[string]*line    // (lock, key) -> its line, while it has places
-	order  *order              // every (lock, key) in keys or lines, for List
-	leases map[uint64]*request // live and remembered ended leases, by leaseID.key (LOCK-04, LOCK-05)
-	reqs   *index              // reqid -> its place, lease or ended lease (LOCK-03)
-	events eventQueue          // LOCK-06
+	// Every request is in the slab; the tables and the event heap name
+	// them by ref (see slab, table).
+	slab   slab
+	keys   table            // hashName(name) -> the key's live lease (LOCK-01)
+	lines  map[string]*line // (lock, key) -> its line, while it has places
+	order  *order           // every (lock, key) held or with a line, for List
+	leases table            // leaseID.hash -> live and remembered ended leases (LOCK-04, LOCK-05)
+	reqs   table            // hashName(reqid as kept) -> its place, lease or ended lease (LOCK-03)
+	events eventQueue       // LOCK-06
+	seed   maphash.Seed
+	// hashMask is all ones; tests narrow it to make hashes collide.
+	hashMask uint32
 
 	timer   Timer // armed for timerAt, nil if none
 	timerAt instant
@@ -140,14 +158,14 @@ func New(cfg Config) *Manager {
 		rand:      cfg.Rand,
 		epoch:     cfg.Epoch,
 		n:         cfg.FirstN,
-		keys:      newIndex(true),
 		lines:     make(map[string]*line),
 		order:     newOrder(),
-		leases:    make(map[uint64]*request),
-		reqs:      newIndex(false),
+		seed:      maphash.MakeSeed(),
+		hashMask:  math.MaxUint32,
 		doneCh:    make(chan struct{}),
 		observer:  cfg.Observer,
 	}
+	m.events.slab = &m.slab
 	if m.clock == nil {
 		m.clock = SystemClock()
 	}
@@ -182,23 +200,24 @@ func (m *Manager) Close() {
 	}
 	for _, ln := range m.lines {
 		for r := ln.head; r != nil; r = r.rare.next {
-			if t := r.rare.ticket; t != nil {
-				t.finish(Grant{}, ErrClosed)
+			if w := r.rare.waiter; w != nil {
+				w.finish(Grant{}, ErrClosed)
 			}
 		}
 	}
 	m.keys.clear()
 	clear(m.lines)
 	m.order.clear()
-	clear(m.leases)
+	m.leases.clear()
 	m.reqs.clear()
-	m.events = nil
+	m.events.clear()
+	m.slab = slab{}
 	m.waiters = 0
 }
 
 // Hold asks for (lock, key). It never waits: the ticket it returns is done
 // already, or waits in the line (LOCK-08).
-func (m *Manager) Hold(req HoldRequest) *Ticket {
+func (m *Manager) Hold(req HoldRequest) Ticket {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -212,12 +231,17 @@ func (m *Manager) Hold(req HoldRequest) *Ticket {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	var buf [64]byte
-	name := keyName(buf[:0], req.Lock, req.Key)
+	// The key's name and the reqid as kept, side by side in one buffer: a
+	// new request copies both at once into its text.
+	var buf [128]byte
+	text := keyName(buf[:0], req.Lock, req.Key)
+	nameLen := len(text)
+	text, hexForm := appendReqKey(text, req.ReqID)
+	name := view(text[:nameLen])
 
 	// LOCK-03: one grant per reqid.
-	if r := m.reqs.get(req.ReqID); r != nil {
-		if r.name != string(name) {
+	if r := m.byReqKey(view(text[nameLen:]), hexForm); r != nil {
+		if r.name() != name {
 			return m.answered(Grant{}, ErrReqIDInUse)
 		}
 		switch r.phase {
@@ -230,48 +254,122 @@ func (m *Manager) Hold(req HoldRequest) *Ticket {
 		}
 	}
 
-	if m.keys.get(string(name)) == nil {
+	if m.holder(name) == nil {
 		// The key is free, so nobody open waits for it: the places in its
 		// line, if any, linger and are passed over.
-		r := &request{reqid: strings.Clone(req.ReqID), name: string(name), ttl: ttl, index: -1}
+		r := m.newRequest(text, nameLen, hexForm, ttl)
 		if err := m.grant(r, req.MaxHold, now); err != nil {
+			m.slab.release(r)
 			return m.answered(Grant{}, err)
 		}
-		m.reqs.put(r)
+		m.reqs.put(m.hashName(r.reqKey()), r.ref)
 		return m.answered(m.grantOf(r, now), nil)
 	}
 	if req.HasWait && req.Wait <= 0 {
 		return m.answered(Grant{}, ErrNotGranted) // try once: never joins the line
 	}
-	r := &request{reqid: strings.Clone(req.ReqID), name: string(name), ttl: ttl, index: -1}
-	t := &Ticket{done: make(chan struct{}), m: m, req: r}
-	r.rare = &rare{ticket: t, maxHold: req.MaxHold, joinedAt: now}
+	r := m.newRequest(text, nameLen, hexForm, ttl)
+	w := &waiter{done: make(chan struct{}), m: m, req: r}
+	r.rare = &rare{waiter: w, maxHold: req.MaxHold, joinedAt: now}
 	r.phase = waiting
 	m.join(r)
-	m.reqs.put(r)
+	m.reqs.put(m.hashName(r.reqKey()), r.ref)
 	if req.HasWait {
 		r.at = now.add(req.Wait)
 		m.events.schedule(r)
 	}
-	return t
+	return Ticket{done: w.done, w: w}
+}
+
+// newRequest makes a request whose text (name, then reqid as kept) is
+// copied from text.
+func (m *Manager) newRequest(text []byte, nameLen int, hexForm bool, ttl time.Duration) *request {
+	if uint64(nameLen) > math.MaxUint32 {
+		panic("lockmod: lock and key longer than 4 GB")
+	}
+	r := m.slab.alloc()
+	r.text = string(text)
+	r.nameLen = uint32(nameLen)
+	r.hexReqID = hexForm
+	r.ttl = ttl
+	return r
+}
+
+// hashName is where the keys and reqs tables file a name or a reqid as kept.
+func (m *Manager) hashName(s string) uint32 {
+	return uint32(maphash.String(m.seed, s)>>32) & m.hashMask
+}
+
+// holder is the live lease of the key named name, nil if it is free.
+func (m *Manager) holder(name string) *request {
+	for p := m.keys.find(m.hashName(name)); ; {
+		ref := p.next()
+		if ref == 0 {
+			return nil
+		}
+		if r := m.slab.get(ref); r.name() == name {
+			return r
+		}
+	}
+}
+
+// byReqKey is the request of a reqid as kept (see appendReqKey), nil if
+// none is remembered.
+func (m *Manager) byReqKey(key string, hexForm bool) *request {
+	for p := m.reqs.find(m.hashName(key)); ; {
+		ref := p.next()
+		if ref == 0 {
+			return nil
+		}
+		if r := m.slab.get(ref); r.hexReqID == hexForm && r.reqKey() == key {
+			return r
+		}
+	}
+}
+
+// lease finds a live or remembered lease by id.
+func (m *Manager) lease(id leaseID) *request {
+	for p := m.leases.find(id.hash()); ; {
+		ref := p.next()
+		if ref == 0 {
+			return nil
+		}
+		if r := m.slab.get(ref); r.id == id {
+			return r
+		}
+	}
+}
+
+// prefixTaken reports whether a live or remembered lease's id begins with
+// id's first 64 bits.
+func (m *Manager) prefixTaken(id leaseID) bool {
+	for p := m.leases.find(id.hash()); ; {
+		ref := p.next()
+		if ref == 0 {
+			return false
+		}
+		if m.slab.get(ref).id.prefix() == id.prefix() {
+			return true
+		}
+	}
 }
 
 // resume answers a retry of a request that has a place in line, waiting or
 // lingering: the retry takes the place over (LOCK-03, LOCK-08).
-func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now instant) *Ticket {
+func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now instant) Ticket {
 	p := r.rare
-	if p.ticket != nil {
-		p.ticket.finish(Grant{}, ErrSuperseded)
-		p.ticket = nil
+	if p.waiter != nil {
+		p.waiter.finish(Grant{}, ErrSuperseded)
+		p.waiter = nil
 	}
 	r.ttl, p.maxHold = ttl, req.MaxHold
-	if m.keys.get(r.name) == nil {
+	if name := r.name(); m.holder(name) == nil {
 		// Free key: no open request is ahead of this one (they would hold it),
 		// so it is first among the open ones. Grant now, re-checked here.
 		m.leave(r)
 		if err := m.grant(r, p.maxHold, now); err != nil {
 			m.forget(r)
-			m.unlistIfIdle(r.name)
+			m.unlistIfIdle(name)
 			return m.answered(Grant{}, err)
 		}
 		return m.answered(m.grantOf(r, now), nil)
@@ -284,8 +382,8 @@ func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now ins
 		m.events.schedule(r)
 		return m.answered(Grant{}, ErrNotGranted)
 	}
-	t := &Ticket{done: make(chan struct{}), m: m, req: r}
-	p.ticket = t
+	w := &waiter{done: make(chan struct{}), m: m, req: r}
+	p.waiter = w
 	r.phase = waiting
 	if req.HasWait {
 		r.at = now.add(req.Wait)
@@ -293,7 +391,7 @@ func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now ins
 	} else {
 		m.events.unschedule(r)
 	}
-	return t
+	return Ticket{done: w.done, w: w}
 }
 
 // Renew moves a live lease's deadline to now + ttl (ttl <= 0: the ttl it was
@@ -376,8 +474,8 @@ func (m *Manager) Revoke(lock, key string) bool {
 	now := m.now()
 	m.advance(now)
 	defer m.arm(now)
-	var buf [64]byte
-	r := m.keys.get(string(keyName(buf[:0], lock, key)))
+	var buf [128]byte
+	r := m.holder(view(keyName(buf[:0], lock, key)))
 	if r == nil {
 		return false
 	}
@@ -395,9 +493,9 @@ func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
 	now := m.now()
 	m.advance(now)
 	defer m.arm(now)
-	var buf [64]byte
-	name := keyName(buf[:0], lock, key)
-	r, ln := m.keys.get(string(name)), m.lines[string(name)]
+	var buf [128]byte
+	name := view(keyName(buf[:0], lock, key))
+	r, ln := m.holder(name), m.lines[name]
 	if r == nil && ln == nil {
 		return KeyInfo{}, false
 	}
@@ -432,29 +530,17 @@ func (m *Manager) Stats() Stats {
 	return s
 }
 
-// lease finds a live or remembered lease by id.
-func (m *Manager) lease(id leaseID) *request {
-	if r := m.leases[id.key()]; r != nil && r.id == id {
-		return r
-	}
-	return nil
-}
-
 // now reads store time.
 func (m *Manager) now() instant { return instant(m.clock.Now().Sub(m.base)) }
 
 // answered returns a ticket that is already done.
-func (m *Manager) answered(g Grant, err error) *Ticket {
-	return &Ticket{done: m.doneCh, grant: g, err: err}
+func (m *Manager) answered(g Grant, err error) Ticket {
+	return Ticket{done: m.doneCh, grant: g, err: err}
 }
 
 // grantOf is the Grant of live lease r as seen at now.
 func (m *Manager) grantOf(r *request, now instant) Grant {
-	return Grant{
-		LeaseID: hex.EncodeToString(r.id[:]),
-		Fence:   r.fence,
-		TTLLeft: time.Duration(r.at - now),
-	}
+	return Grant{id: r.id, Fence: r.fence, TTLLeft: time.Duration(r.at - now)}
 }
 
 // deadline is now + ttl, capped by r's MAXHOLD deadline (LOCK-06, LOCK-07).
@@ -491,16 +577,16 @@ func (m *Manager) grant(r *request, maxHold time.Duration, now instant) error {
 	}
 	r.at = m.deadline(r, now, r.ttl)
 	r.phase = live
-	m.leases[id.key()] = r
-	m.keys.put(r) // LOCK-01: the caller saw no live lease here
+	m.leases.put(id.hash(), r.ref)
+	m.keys.put(m.hashName(r.name()), r.ref) // LOCK-01: the caller saw no live lease here
 	m.order.add(r)
 	m.events.schedule(r)
 	m.stats.GrantsTotal++
 	if m.trace != nil {
-		m.trace(traceEvent{grant: true, at: now, name: r.name, reqid: r.reqid, id: id, fence: fence})
+		m.trace(traceEvent{grant: true, at: now, name: r.name(), reqid: r.reqID(), id: id, fence: fence})
 	}
 	if m.observer != nil {
-		lock, key := splitName(r.name)
+		lock, key := splitName(r.name())
 		m.observer.LeaseGranted(GrantEvent{Lock: lock, Key: key, Fence: fence, Waited: waited})
 	}
 	return nil
@@ -510,7 +596,7 @@ func (m *Manager) grant(r *request, maxHold time.Duration, now instant) error {
 // key to the first open request in its line, in the same critical section
 // (LOCK-06: no gap in which a newcomer can take the key).
 func (m *Manager) end(r *request, why reason, at, now instant) {
-	m.keys.del(r)
+	m.keys.del(m.hashName(r.name()), r.ref)
 	r.phase = ended
 	r.reason = why
 	r.at = at.add(r.span()) // LOCK-03, LOCK-05: remembered for its ttl after it ends
@@ -529,20 +615,20 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 		m.stats.RevokedAdminTotal++
 	}
 	if m.trace != nil {
-		m.trace(traceEvent{at: at, name: r.name, reqid: r.reqid, id: r.id, fence: r.fence, reason: why})
+		m.trace(traceEvent{at: at, name: r.name(), reqid: r.reqID(), id: r.id, fence: r.fence, reason: why})
 	}
 	if m.observer != nil {
-		lock, key := splitName(r.name)
+		lock, key := splitName(r.name())
 		m.observer.LeaseEnded(EndEvent{Lock: lock, Key: key, Fence: r.fence, Reason: reasonText[why], Held: time.Duration(at - r.grantedAt)})
 	}
-	m.grantNext(r.name, now)
-	m.unlistIfIdle(r.name)
+	m.grantNext(r.name(), now)
+	m.unlistIfIdle(r.name())
 }
 
 // unlistIfIdle takes name out of the order once its key is neither held
 // nor has a line.
 func (m *Manager) unlistIfIdle(name string) {
-	if m.keys.get(name) == nil && m.lines[name] == nil {
+	if m.holder(name) == nil && m.lines[name] == nil {
 		m.order.remove(name)
 	}
 }
@@ -559,18 +645,18 @@ func (m *Manager) grantNext(name string, now instant) {
 	for r := ln.head; r != nil; {
 		p := r.rare
 		next := p.next
-		if p.ticket == nil {
+		if p.waiter == nil {
 			r = next
 			continue
 		}
 		m.leave(r)
 		if err := m.grant(r, p.maxHold, now); err != nil {
-			p.ticket.finish(Grant{}, err)
+			p.waiter.finish(Grant{}, err)
 			m.forget(r)
 			r = next
 			continue
 		}
-		p.ticket.finish(m.grantOf(r, now), nil)
+		p.waiter.finish(m.grantOf(r, now), nil)
 		return
 	}
 }
@@ -578,8 +664,8 @@ func (m *Manager) grantNext(name string, now instant) {
 // linger takes the open request out of r's place: its ticket is answered err
 // and the place lingers, passed over, until at + linger.
 func (m *Manager) linger(r *request, at instant, err error) {
-	r.rare.ticket.finish(Grant{}, err)
-	r.rare.ticket = nil
+	r.rare.waiter.finish(Grant{}, err)
+	r.rare.waiter = nil
 	r.phase = lingering
 	r.at = at.add(m.lingerFor)
 	m.events.schedule(r)
@@ -587,11 +673,12 @@ func (m *Manager) linger(r *request, at instant, err error) {
 
 // join puts r at the tail of its key's line.
 func (m *Manager) join(r *request) {
-	ln := m.lines[r.name]
+	name := r.name()
+	ln := m.lines[name]
 	if ln == nil {
 		ln = &line{}
-		m.lines[r.name] = ln
-		if m.keys.get(r.name) == nil { // held keys are listed already
+		m.lines[name] = ln
+		if m.holder(name) == nil { // held keys are listed already
 			m.order.add(r)
 		}
 	}
@@ -608,7 +695,7 @@ func (m *Manager) join(r *request) {
 
 // leave takes r out of its line.
 func (m *Manager) leave(r *request) {
-	ln := m.lines[r.name]
+	ln := m.lines[r.name()]
 	p := r.rare
 	if p.prev == nil {
 		ln.head = p.next
@@ -624,28 +711,39 @@ func (m *Manager) leave(r *request) {
 	ln.n--
 	m.waiters--
 	if ln.n == 0 {
-		delete(m.lines, r.name)
+		delete(m.lines, r.name())
 	}
 }
 
-// forget drops every trace of r: the reqid may be used afresh.
+// forget drops every trace of r: the reqid may be used afresh, and r's
+// place in the slab is reused, so r must be out of its line and nothing may
+// touch it after.
 func (m *Manager) forget(r *request) {
 	m.events.unschedule(r)
-	m.reqs.del(r)
+	m.reqs.del(m.hashName(r.reqKey()), r.ref)
 	if r.phase == ended || r.phase == live {
-		if m.leases[r.id.key()] == r {
-			delete(m.leases, r.id.key())
+		m.leases.del(r.id.hash(), r.ref)
+	}
+	if r.listed {
+		// The order lists r's key with r, so the key is not held (a held
+		// key is listed with its holder). Hand the entry to the head of its
+		// line, or unlist the key if it has none.
+		if ln := m.lines[r.name()]; ln != nil {
+			m.order.add(ln.head)
+		} else {
+			m.order.remove(r.name())
 		}
 	}
+	m.slab.release(r)
 }
 
 // advance runs every event due at or before now, earliest first (LOCK-06).
 // The clock's timer calls it, and so does every method before it reads
 // state, so that a late timer never lets an ended lease be seen as live.
 func (m *Manager) advance(now instant) {
-	for len(m.events) > 0 {
-		r := m.events[0]
-		if r.at > now {
+	for {
+		r := m.events.first()
+		if r == nil || r.at > now {
 			return
 		}
 		switch r.phase {
@@ -658,9 +756,10 @@ func (m *Manager) advance(now instant) {
 		case waiting:
 			m.linger(r, r.at, ErrNotGranted)
 		case lingering:
+			name := r.name()
 			m.leave(r)
 			m.forget(r)
-			m.unlistIfIdle(r.name)
+			m.unlistIfIdle(name)
 		case ended:
 			m.forget(r)
 		}
@@ -671,10 +770,10 @@ func (m *Manager) advance(now instant) {
 // A timer armed for a later time is replaced; one armed earlier is left to
 // fire, find nothing or little due, and arm again.
 func (m *Manager) arm(now instant) {
-	if m.closed || len(m.events) == 0 {
+	if m.closed || m.events.len() == 0 {
 		return
 	}
-	next := m.events[0].at
+	next := m.events.first().at
 	if m.timer != nil && m.timerAt <= next {
 		return
 	}
@@ -725,7 +824,7 @@ func (m *Manager) nextFence() (uint64, error) {
 
 // newLeaseID draws 128 bits from the random source (LOCK-04). An id whose
 // first 64 bits clash with a remembered one's is drawn again (see
-// leaseID.key); a source that keeps clashing is broken.
+// leaseID.prefix); a source that keeps clashing is broken.
 func (m *Manager) newLeaseID() (leaseID, error) {
 	for range 4 {
 		// Read into the Manager's buffer: a local one would escape through
@@ -733,7 +832,7 @@ func (m *Manager) newLeaseID() (leaseID, error) {
 		if _, err := io.ReadFull(m.rand, m.idBuf[:]); err != nil {
 			return leaseID{}, fmt.Errorf("lease id: %w", err)
 		}
-		if id := m.idBuf; m.leases[id.key()] == nil {
+		if id := m.idBuf; !m.prefixTaken(id) {
 			return id, nil
 		}
 	}
@@ -744,17 +843,8 @@ func (m *Manager) newLeaseID() (leaseID, error) {
 // id. Anything else is no id at all (LOCK-04: "unknown lease").
 func parseLeaseID(s string) (leaseID, bool) {
 	var id leaseID
-	if len(s) != 2*len(id) {
-		return id, false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return id, false
-		}
-	}
-	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
-		return id, false
+	if len(s) != 2*len(id) || !decodeHex(id[:], s) {
+		return leaseID{}, false
 	}
 	return id, true
 }

@@ -22,7 +22,7 @@ func TestObserver(t *testing.T) {
 	h.advance(500 * ms)
 	h.m.Revoke("l", "k")
 	d := h.granted("m", "x", "d")
-	h.m.Release(d.LeaseID)
+	h.m.Release(d.LeaseID())
 	want := []any{
 		GrantEvent{Lock: "l", Key: "k", Fence: a.Fence},
 		EndEvent{Lock: "l", Key: "k", Fence: a.Fence, Reason: ReasonExpired, Held: 2 * sec},

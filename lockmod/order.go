@@ -17,15 +17,16 @@ import (
 // may cost ~300 bytes in all. An entry is 16 bytes, the position and a
 // request of the key (its holder, else one in its line: only its name is
 // read), kept in sorted blocks of orderBlockCap entries, about 80% full, so
-// ~20 bytes a key (TestMemoryPerLiveLease: 232 bytes a live lease without
-// the order, 255 with it). Nothing is kept per lock, so a store that uses a lock per
+// ~20 bytes a key. Nothing is kept per lock, so a store that uses a lock per
 // key pays no more. An update costs a binary search and a move within one
 // block; a block split or merge moves the slice of block pointers, one
 // pointer per ~90 keys.
 //
 // The entry's request is set again at each grant, so that it is the holder
-// while the key is held; a request that has ended and been forgotten is kept
-// alive by an entry only while the key's line lingers (Config.Linger).
+// while the key is held, and request.listed marks it. Requests live in the
+// slab, whose places are reused: when the entry's request is forgotten while
+// the key is still listed (an ended lease, or a place that lingered, in front
+// of a line), Manager.forget hands the entry to the head of the key's line.
 //
 // Two names at one position (by chance: the seed is random) are ordered by
 // name, and a walk step returns such a group whole, so the cursor never
@@ -92,7 +93,7 @@ func compareEntry(a orderEntry, pos uint64, name string) int {
 	case a.pos > pos:
 		return 1
 	}
-	return strings.Compare(a.r.name, name)
+	return strings.Compare(a.r.name(), name)
 }
 
 // seek finds the first entry at or after (pos, name): block i, entry j.
@@ -120,11 +121,13 @@ func (o *order) seek(pos uint64, name string) (i, j int) {
 // add lists r's key with r as its request; if the key is listed already,
 // r becomes its request.
 func (o *order) add(r *request) {
-	name := r.name
+	name := r.name()
 	pos := o.posOf(name)
 	i, j := o.seek(pos, name)
 	if i < len(o.blocks) && compareEntry(o.blocks[i].e[j], pos, name) == 0 {
-		o.blocks[i].e[j].r = r
+		e := &o.blocks[i].e[j]
+		e.r.listed = false
+		e.r, r.listed = r, true
 		return
 	}
 	if len(o.blocks) == 0 {
@@ -140,6 +143,7 @@ func (o *order) add(r *request) {
 	b := o.blocks[i]
 	copy(b.e[j+1:b.n+1], b.e[j:b.n])
 	b.e[j] = orderEntry{pos: pos, r: r}
+	r.listed = true
 	b.n++
 	o.n++
 }
@@ -198,6 +202,7 @@ func (o *order) remove(name string) {
 	if compareEntry(b.e[j], pos, name) != 0 {
 		return
 	}
+	b.e[j].r.listed = false
 	copy(b.e[j:b.n-1], b.e[j+1:b.n])
 	b.n--
 	b.e[b.n] = orderEntry{}
@@ -266,8 +271,8 @@ func (o *order) walk(lock string, cursor uint64, count int, f func(name string))
 				return e.pos & (1<<32 - 1) // > last: never 0
 			}
 			seen, last = seen+1, e.pos
-			if l, _ := splitName(e.r.name); l == lock {
-				f(e.r.name)
+			if l, _ := splitName(e.r.name()); l == lock {
+				f(e.r.name())
 			}
 		}
 	}

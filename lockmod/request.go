@@ -1,10 +1,11 @@
 package lockmod
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"math"
+	"slices"
 	"time"
+	"unsafe"
 )
 
 // instant is store time: nanoseconds since the Manager was made, on its clock.
@@ -21,15 +22,18 @@ func (t instant) add(d time.Duration) instant {
 // leaseID is a lease id as kept: 16 bytes, not 32 hex characters.
 type leaseID [16]byte
 
-// key is the map key of a lease id: its first 64 bits. newLeaseID draws again
-// rather than give two remembered leases the same key, so a hit needs only a
-// check of the other 64 bits. A slot of map[uint64] is 16 bytes, of
-// map[leaseID] 24.
-func (id leaseID) key() uint64 { return binary.LittleEndian.Uint64(id[:8]) }
+// hash is where the leases table files the id: its first 32 bits, random
+// already.
+func (id leaseID) hash() uint32 { return binary.LittleEndian.Uint32(id[:4]) }
+
+// prefix is the id's first 64 bits. newLeaseID draws again rather than
+// give two remembered leases the same prefix (a broken random source would
+// show there first).
+func (id leaseID) prefix() uint64 { return binary.LittleEndian.Uint64(id[:8]) }
 
 // phase is where a request is in its life. The order matters: at one instant,
 // leases end before waits run out, so a waiter whose WAIT runs out at the very
-// deadline of the lease ahead of it is granted (see eventQueue.Less).
+// deadline of the lease ahead of it is granted (see before).
 type phase uint8
 
 const (
@@ -42,27 +46,47 @@ const (
 // request is one reqid's whole story on one (lock, key): a place in line,
 // then a lease, then the memory of how the lease ended. One struct serves all
 // three, and what most leases never need sits apart in *rare, so that a plain
-// live lease is one 96-byte allocation (the budget at a million leases is
-// ~300 bytes a lease, maps and strings included).
+// live lease is one 88-byte place in the slab and one small string (the
+// budget at a million leases is ~300 bytes a lease, tables included).
 type request struct {
-	reqid     string
-	name      string // lock and key, see keyName
+	// text is the key's name (see keyName), then the reqid as kept (see
+	// appendReqKey): one allocation for both.
+	text      string
+	rare      *rare // while in line; for a lease with MAXHOLD or a longer renewal
 	id        leaseID
 	fence     uint64
 	ttl       time.Duration // asked for while waiting; granted with once live, the default for Renew
 	grantedAt instant
 	at        instant // the next event of this request, by phase
-	rare      *rare   // while in line; for a lease with MAXHOLD or a longer renewal
+	ref       uint32  // its place in the slab, for good
 	index     int32   // in Manager.events; -1 when not scheduled
+	nameLen   uint32
 	phase     phase
 	reason    reason // once ended
+	hexReqID  bool   // the reqid was 32 lowercase hex characters, kept as their 16 bytes
+	listed    bool   // the order lists its key with this request
+}
+
+// name is r's key's name, see keyName.
+func (r *request) name() string { return r.text[:r.nameLen] }
+
+// reqKey is r's reqid as kept, see appendReqKey.
+func (r *request) reqKey() string { return r.text[r.nameLen:] }
+
+// reqID is r's reqid as the client sent it.
+func (r *request) reqID() string {
+	if !r.hexReqID {
+		return r.reqKey()
+	}
+	var b [32]byte
+	return string(appendHex(b[:0], r.reqKey()))
 }
 
 // rare is what a request needs only sometimes.
 type rare struct {
 	// While in line (LOCK-08).
 	prev, next *request
-	ticket     *Ticket // the open request; nil while lingering
+	waiter     *waiter // the open request; nil while lingering
 	maxHold    time.Duration
 	joinedAt   instant // when its reqid first joined, for GrantEvent.Waited
 
@@ -103,52 +127,161 @@ func keyName(buf []byte, lock, key string) []byte {
 	return append(buf, key...)
 }
 
-// eventQueue is the timer heap: every request with a pending event, earliest
-// first. One clock timer is armed for its head.
-type eventQueue []*request
-
-func (q eventQueue) Len() int { return len(q) }
-
-func (q eventQueue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
+// appendReqKey appends reqid as it is kept and reports its form: the SDKs'
+// reqids, 32 lowercase hex characters, as the 16 bytes they spell (true);
+// any other as it is. One reqid has one form, so two reqids are the same
+// exactly when their forms and kept bytes are.
+func appendReqKey(b []byte, reqid string) ([]byte, bool) {
+	var k [16]byte
+	if len(reqid) != 2*len(k) || !decodeHex(k[:], reqid) {
+		return append(b, reqid...), false
 	}
-	return q[i].phase < q[j].phase
+	return append(b, k[:]...), true
 }
 
-func (q eventQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index = int32(i)
-	q[j].index = int32(j)
+// decodeHex decodes s, 2*len(dst) lowercase hex characters, into dst, and
+// reports whether they all were. Uppercase is refused: one spelling per id.
+func decodeHex(dst []byte, s string) bool {
+	var bad byte
+	for i := range dst {
+		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
+		bad |= hi | lo
+		dst[i] = hi<<4 | lo
+	}
+	return bad < 16
 }
 
-func (q *eventQueue) Push(x any) {
-	r := x.(*request)
-	r.index = int32(len(*q))
-	*q = append(*q, r)
+// hexValue is the value of each lowercase hex digit, 0xff for any other
+// byte: decoding without a branch per character (ids and reqids are random,
+// so branches on them mispredict).
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range "0123456789abcdef" {
+		t[c] = byte(i)
+	}
+	return t
+}()
+
+func appendHex(b []byte, s string) []byte {
+	const digits = "0123456789abcdef"
+	for i := 0; i < len(s); i++ {
+		b = append(b, digits[s[i]>>4], digits[s[i]&15])
+	}
+	return b
 }
 
-func (q *eventQueue) Pop() any {
-	old := *q
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	r.index = -1
-	return r
+// view is b as a string, without a copy, for a lookup that does not keep it:
+// names and reqids are built in stack buffers, and copied only into a new
+// request's text.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// eventQueue is the timer heap: every request with a pending event, by ref,
+// earliest first. One clock timer is armed for its head.
+type eventQueue struct {
+	slab *slab
+	refs []uint32
+}
+
+// before orders events: by time, then by phase (see phase).
+func before(a, b *request) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.phase < b.phase
+}
+
+func (q *eventQueue) len() int { return len(q.refs) }
+
+// first is the earliest event's request, nil if there is none.
+func (q *eventQueue) first() *request {
+	if len(q.refs) == 0 {
+		return nil
+	}
+	return q.slab.get(q.refs[0])
 }
 
 // schedule puts r in the heap at r.at, or moves it there.
 func (q *eventQueue) schedule(r *request) {
 	if r.index >= 0 {
-		heap.Fix(q, int(r.index))
+		if !q.down(int(r.index)) {
+			q.up(int(r.index))
+		}
 		return
 	}
-	heap.Push(q, r)
+	if len(q.refs) == cap(q.refs) {
+		// Double rather than let append grow by a quarter: at a million
+		// leases each regrowth leaves the old array as garbage.
+		q.refs = slices.Grow(q.refs, max(len(q.refs), 64))
+	}
+	q.refs = append(q.refs, r.ref)
+	q.up(len(q.refs) - 1)
 }
 
 // unschedule takes r out of the heap if it is there.
 func (q *eventQueue) unschedule(r *request) {
-	if r.index >= 0 {
-		heap.Remove(q, int(r.index))
+	i := int(r.index)
+	if i < 0 {
+		return
 	}
+	last := len(q.refs) - 1
+	if i != last {
+		q.refs[i] = q.refs[last]
+		q.slab.get(q.refs[i]).index = int32(i)
+	}
+	q.refs = q.refs[:last]
+	if i != last && !q.down(i) {
+		q.up(i)
+	}
+	r.index = -1
 }
+
+// up moves the event at i towards the root to its place.
+func (q *eventQueue) up(i int) {
+	ref := q.refs[i]
+	r := q.slab.get(ref)
+	for i > 0 {
+		p := (i - 1) / 2
+		pr := q.slab.get(q.refs[p])
+		if !before(r, pr) {
+			break
+		}
+		q.refs[i] = q.refs[p]
+		pr.index = int32(i)
+		i = p
+	}
+	q.refs[i] = ref
+	r.index = int32(i)
+}
+
+// down moves the event at i towards the leaves to its place, and reports
+// whether it moved.
+func (q *eventQueue) down(i int) bool {
+	i0, n := i, len(q.refs)
+	ref := q.refs[i]
+	r := q.slab.get(ref)
+	for {
+		c := 2*i + 1
+		if c >= n || c < 0 {
+			break
+		}
+		cr := q.slab.get(q.refs[c])
+		if c2 := c + 1; c2 < n {
+			if c2r := q.slab.get(q.refs[c2]); before(c2r, cr) {
+				c, cr = c2, c2r
+			}
+		}
+		if !before(cr, r) {
+			break
+		}
+		q.refs[i] = q.refs[c]
+		cr.index = int32(i)
+		i = c
+	}
+	q.refs[i] = ref
+	r.index = int32(i)
+	return i > i0
+}
+
+func (q *eventQueue) clear() { q.refs = nil }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tenure-db/tenure/lockmod"
 )
@@ -33,6 +34,11 @@ func msArg(name string, b []byte, lo, hi int64) (time.Duration, string) {
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// argView is an argument as a string without a copy, for a call that keeps
+// no reference to it once it returns: lockmod.Manager.Hold copies what it
+// keeps. A LOCK.HOLD granted at once then allocates nothing here.
+func argView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // lockError answers an error from lockmod.
 func (c *Conn) lockError(err error) {
@@ -68,7 +74,7 @@ func cmdLockHold(c *Conn, args [][]byte) {
 		c.out.Err("reqid must be 1 to 64 bytes")
 		return
 	}
-	req := lockmod.HoldRequest{Lock: string(lock), Key: string(key), ReqID: string(reqid), TTL: 10 * time.Second}
+	req := lockmod.HoldRequest{Lock: argView(lock), Key: argView(key), ReqID: argView(reqid), TTL: 10 * time.Second}
 	var seen [3]bool
 	for i := 4; i < len(args); i += 2 {
 		if i+1 >= len(args) {
@@ -76,15 +82,15 @@ func cmdLockHold(c *Conn, args [][]byte) {
 			return
 		}
 		var msg string
-		switch opt := strings.ToLower(string(args[i])); {
-		case opt == "ttl" && !seen[0]:
+		switch opt := argView(args[i]); {
+		case strings.EqualFold(opt, "ttl") && !seen[0]:
 			seen[0] = true
 			req.TTL, msg = msArg("ttl", args[i+1], minTTL, maxTTL)
-		case opt == "wait" && !seen[1]:
+		case strings.EqualFold(opt, "wait") && !seen[1]:
 			seen[1] = true
 			req.Wait, msg = msArg("wait", args[i+1], 0, maxWait)
 			req.HasWait = true
-		case opt == "maxhold" && !seen[2]:
+		case strings.EqualFold(opt, "maxhold") && !seen[2]:
 			seen[2] = true
 			req.MaxHold, msg = msArg("maxhold", args[i+1], minMaxHold, maxMaxHold)
 		default:
@@ -127,8 +133,9 @@ func cmdLockHold(c *Conn, args [][]byte) {
 	case err != nil:
 		c.lockError(err)
 	default:
+		var id [32]byte
 		c.out.Array(3)
-		c.out.BulkString(g.LeaseID)
+		c.out.Bulk(g.AppendLeaseID(id[:0]))
 		c.out.Int(int64(g.Fence))
 		c.out.Int(ms(g.TTLLeft))
 	}
