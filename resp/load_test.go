@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-db/tenure/internal/testenv"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
@@ -46,7 +46,7 @@ func TestLoad(t *testing.T) {
 	} else if testing.Short() {
 		t.Skip("-short")
 	}
-	if raceDetector() {
+	if testenv.RaceEnabled() {
 		// The race detector slows the server and the clients some tenfold
 		// on this 2-core machine, shared with the other packages' tests.
 		limit = 50 * time.Millisecond
@@ -487,20 +487,6 @@ func rssKB(t *testing.T) int64 {
 		}
 	}
 	return 0
-}
-
-// raceDetector says whether this test binary was built with -race.
-func raceDetector() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }
 
 func mb(n int64) float64 { return float64(n) / (1 << 20) }

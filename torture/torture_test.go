@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-db/tenure/internal/testenv"
 )
 
 // TestMain lets this test binary be a child process of clients too.
@@ -38,7 +39,7 @@ func TestTorture(t *testing.T) {
 		Procs:      2,
 		PerProc:    2,
 		TTL:        time.Second,
-		Race:       raceEnabled(),
+		Race:       testenv.RaceEnabled(),
 		History:    history,
 		ClientExe:  []string{os.Args[0]},
 		Log:        &log,
@@ -67,18 +68,4 @@ func TestTorture(t *testing.T) {
 		t.Fatalf("the run did too little to show anything: %d grants, %d accepted writes, %d restarts, %d counter operations and %d lock partitions checked for linearizability",
 			rep.Granted, rep.Accepted, rep.Restarts, rep.LinCounters.Ops, rep.LinLocks.Partitions)
 	}
-}
-
-// raceEnabled says whether this test binary was built with -race.
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }

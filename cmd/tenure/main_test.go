@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-db/tenure/internal/testenv"
 )
 
 // buildServer builds the binary into a temp dir, as this test was built
@@ -30,7 +31,7 @@ func buildServer(t *testing.T) string {
 	}
 	bin := filepath.Join(t.TempDir(), "tenure")
 	args := []string{"build", "-o", bin}
-	if raceEnabled() {
+	if testenv.RaceEnabled() {
 		args = append(args, "-race")
 	}
 	if out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput(); err != nil {
@@ -48,20 +49,6 @@ func TestProcess(t *testing.T) {
 	t.Run("SignalsShutDownCleanly", func(t *testing.T) { testSignals(t, bin) })
 	t.Run("BadStartsFailInOneLine", func(t *testing.T) { testBadStarts(t, bin) })
 	t.Run("NonLoopbackNeedsUsersOrInsecure", func(t *testing.T) { testNonLoopback(t, bin) })
-}
-
-// raceEnabled says whether this test binary was built with -race.
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }
 
 var readyLine = regexp.MustCompile(`msg="ready to accept connections".* addr=(\S+)`)
