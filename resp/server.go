@@ -1,332 +1,569 @@
 package resp
 
 import (
-	"context"
-	"crypto/tls"
-	"errors"
+	"cmp"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"sync"
-	"sync/atomic"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/tenure-db/tenure/kv"
-	"github.com/tenure-db/tenure/lockmod"
 )
 
-// Version is tenure's version; RedisVersion is the Redis whose commands and
-// replies it follows, reported where clients look for redis_version.
-const (
-	Version      = "0.1.0"
-	RedisVersion = "7.2.0"
-)
+// Server commands: INFO, COMMAND, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, TIME,
+// SHUTDOWN.
 
-// ErrServerClosed is returned by Serve after Shutdown.
-var ErrServerClosed = errors.New("resp: server closed")
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace", "locks"}
 
-// Config is what a Server is opened with. Zero fields take SPEC §9's defaults.
-type Config struct {
-	Dir        string       // data directory; "./data" when empty
-	Fsync      kv.FsyncMode // --fsync
-	MaxClients int          // --max-clients; 10000 when 0
-	Limits     Limits       // --proto-max-bulk-len and Redis's other caps
-	Logger     *slog.Logger
-	Users      *Users         // --users; nil: every connection is admin
-	LogLevel   *slog.LevelVar // CONFIG SET loglevel changes it; may be nil
-	TLS        *tls.Config    // serve RESP over TLS (--tls-cert, --tls-key); nil: plain TCP
-
-	// For tests: an in-memory or crash-simulating file system, and a clock
-	// for the lock module.
-	FS    vfs.FS
-	Clock lockmod.Clock
-}
-
-// Server is tenure's RESP server: the listener, the connections, the
-// command table, and the store and lock module they act on.
-type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	table map[string]*Command
-	store *kv.Store
-	locks *lockmod.Manager
-	users *Users
-	start time.Time
-	runID string // INFO's run_id, new at each open
-	// maxClients is --max-clients, changed by CONFIG SET maxclients.
-	maxClients atomic.Int64
-
-	closing  atomic.Bool
-	shutdown sync.Once
-	done     chan struct{} // closed when Shutdown has closed everything
-	nextID   atomic.Int64
-
-	mu          sync.Mutex
-	ln          net.Listener
-	metricsHTTP []*http.Server // started by ServeMetrics
-	conns       map[*Conn]struct{}
-	wg          sync.WaitGroup // connection goroutines
-
-	stats   serverStats
-	metrics *metrics
-}
-
-type serverStats struct {
-	connectionsTotal atomic.Int64
-	commandsTotal    atomic.Int64
-	rejectedConns    atomic.Int64
-	blocked          atomic.Int64
-	authFailures     atomic.Int64
-	errorReplies     atomic.Int64
-	netInput         atomic.Int64 // bytes read from clients
-	netOutput        atomic.Int64 // bytes written to clients
-	opsRate          opsRate
-}
-
-// Open opens the store in cfg.Dir, makes a new epoch durable (LOCK-10: before
-// any connection is accepted), and readies the lock module. It does not
-// listen: call Serve.
-func Open(cfg Config) (*Server, error) {
-	if cfg.Dir == "" {
-		cfg.Dir = "./data"
-	}
-	if cfg.MaxClients <= 0 {
-		cfg.MaxClients = 10000
-	}
-	cfg.Limits = cfg.Limits.withDefaults()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = lockmod.SystemClock()
-	}
-	store, err := kv.Open(cfg.Dir, kv.Options{
-		FS:          cfg.FS,
-		Fsync:       cfg.Fsync,
-		Logger:      cfg.Logger,
-		MaxValueLen: cfg.Limits.MaxBulkLen,
-	})
-	if err != nil {
-		return nil, err
-	}
-	epoch, err := store.BumpEpoch()
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("bump epoch in %s: %w", cfg.Dir, err)
-	}
-	metrics := newMetrics()
-	locks := lockmod.New(lockmod.Config{
-		Clock:    cfg.Clock,
-		Epoch:    epoch,
-		Bumper:   store,
-		Observer: leaseObserver{m: metrics, log: cfg.Logger},
-	})
-	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		table:   commandTable(),
-		store:   store,
-		locks:   locks,
-		users:   cfg.Users,
-		start:   time.Now(),
-		runID:   newRunID(),
-		done:    make(chan struct{}),
-		conns:   map[*Conn]struct{}{},
-		metrics: metrics,
-	}
-	metrics.bind(s)
-	s.maxClients.Store(int64(cfg.MaxClients))
-	s.log.Info("store opened", "dir", cfg.Dir, "epoch", epoch, "fsync", cfg.Fsync.String())
-	return s, nil
-}
-
-// Epoch is the epoch this open made durable.
-func (s *Server) Epoch() uint64 { return s.locks.Stats().Epoch }
-
-// Serve accepts connections on ln until Shutdown, then returns
-// ErrServerClosed once every connection has finished and the store is
-// closed. It logs "ready to accept connections" when it starts.
-func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.closing.Load() {
-		s.mu.Unlock()
-		ln.Close()
-		return ErrServerClosed
-	}
-	if s.cfg.TLS != nil {
-		// The handshake runs on the connection's first read, in its own
-		// goroutine: a slow or plain-text peer holds up nobody else.
-		ln = tls.NewListener(ln, s.cfg.TLS)
-	}
-	s.ln = ln
-	s.mu.Unlock()
-	s.log.Info("ready to accept connections", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "epoch", s.Epoch())
-	var delay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if s.closing.Load() {
-				<-s.done
-				return ErrServerClosed
+func cmdInfo(c *Conn, args [][]byte) {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		switch s := strings.ToLower(string(a)); s {
+		case "all", "everything", "default":
+			for _, name := range infoSections {
+				want[name] = true
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			// Out of file descriptors and the like: back off, as net/http does.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			s.log.Warn("accept failed", "err", err, "retry_in", delay)
-			time.Sleep(delay)
+		default:
+			want[s] = true
+		}
+	}
+	if len(want) == 0 {
+		for _, name := range infoSections {
+			want[name] = true
+		}
+	}
+	var b strings.Builder
+	for _, name := range infoSections {
+		if !want[name] {
 			continue
 		}
-		delay = 0
-		s.accept(nc)
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
+		for _, f := range append(c.srv.info(name), c.srv.infoMore(name)...) {
+			b.WriteString(f[0] + ":" + f[1] + "\r\n")
+		}
 	}
+	c.out.BulkString(b.String())
 }
 
-func (s *Server) accept(nc net.Conn) {
-	s.mu.Lock()
-	if s.closing.Load() {
-		s.mu.Unlock()
-		nc.Close()
-		return
-	}
-	if int64(len(s.conns)) >= s.maxClients.Load() {
-		s.mu.Unlock()
-		s.stats.rejectedConns.Add(1)
-		s.metrics.refused.Inc()
-		// One short write to a fresh socket does not block.
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		nc.Write([]byte("-ERR max number of clients reached\r\n"))
-		nc.Close()
-		return
-	}
-	c := newConn(s, nc)
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	s.stats.connectionsTotal.Add(1)
-	s.metrics.accepted.Inc()
-	go func() {
-		defer s.wg.Done()
-		c.serve()
-	}()
-}
-
-func (s *Server) forget(c *Conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-}
-
-// Addr is the address the server listens on, nil before Serve.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Addr()
-}
-
-// Shutdown stops accepting, lets running commands finish (blocked LOCK.HOLDs
-// are answered with an error), closes every connection and then the store.
-// When ctx ends first, connections still running are cut. It is safe to
-// call more than once; every call waits for the end.
-func (s *Server) Shutdown(ctx context.Context) error {
-	var err error
-	s.shutdown.Do(func() {
-		err = s.close(ctx)
-		close(s.done)
-	})
-	select {
-	case <-s.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return err
-}
-
-// cutGrace is how long Shutdown waits for connections it cut to finish.
-const cutGrace = 5 * time.Second
-
-func (s *Server) close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing.Store(true)
-	if s.ln != nil {
-		s.ln.Close()
-	}
-	metricsHTTP := s.metricsHTTP
-	s.mu.Unlock()
-	for _, hs := range metricsHTTP {
-		hs.Shutdown(ctx) // a scrape in progress finishes; none starts
-	}
-	// Waiters in line are answered now; leases end with the process.
-	s.locks.Close()
-	s.wakeConns()
-	finished := make(chan struct{})
-	go func() { s.wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		s.log.Warn("shutdown: cutting connections still running", "err", ctx.Err())
+// info is one INFO section as field/value pairs.
+func (s *Server) info(section string) [][2]string {
+	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	switch section {
+	case "server":
+		up := time.Since(s.start)
+		port := ""
+		if a := s.Addr(); a != nil {
+			if _, p, err := splitHostPort(a.String()); err == nil {
+				port = p
+			}
+		}
+		return [][2]string{
+			{"redis_version", RedisVersion},
+			{"tenure_version", Version},
+			{"redis_mode", "standalone"},
+			{"os", runtime.GOOS + " " + runtime.GOARCH},
+			{"arch_bits", "64"},
+			{"go_version", runtime.Version()},
+			{"process_id", strconv.Itoa(os.Getpid())},
+			{"tcp_port", port},
+			{"uptime_in_seconds", i(int64(up.Seconds()))},
+			{"uptime_in_days", i(int64(up.Hours() / 24))},
+		}
+	case "clients":
 		s.mu.Lock()
-		for c := range s.conns {
-			c.nc.Close()
-		}
+		n := len(s.conns)
 		s.mu.Unlock()
-		select {
-		case <-finished:
-		case <-time.After(cutGrace):
-			// A command that no cut reaches: a write caught inside a
-			// Pebble that a failed disk wedged (see kv.ErrDiskFailed). It
-			// must not hold the process up for ever.
-			s.log.Error("shutdown: connections still running after they were cut; closing the store anyway", "waited", cutGrace)
+		return [][2]string{
+			{"connected_clients", strconv.Itoa(n)},
+			{"maxclients", i(s.maxClients.Load())},
+			{"blocked_clients", i(s.stats.blocked.Load())},
+		}
+	case "memory":
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return [][2]string{
+			{"used_memory", u(m.HeapAlloc)},
+			{"used_memory_human", humanBytes(m.HeapAlloc)},
+			{"used_memory_sys", u(m.Sys)},
+			{"go_heap_objects", u(m.HeapObjects)},
+			{"go_num_gc", u(uint64(m.NumGC))},
+		}
+	case "persistence":
+		st := s.store.Stats()
+		return [][2]string{
+			{"loading", "0"},
+			{"appendonly", "1"},
+			{"appendfsync", s.cfg.Fsync.String()},
+			{"disk_bytes", u(st.DiskUsage)},
+		}
+	case "stats":
+		st := s.store.Stats()
+		return [][2]string{
+			{"total_connections_received", i(s.stats.connectionsTotal.Load())},
+			{"total_commands_processed", i(s.stats.commandsTotal.Load())},
+			{"rejected_connections", i(s.stats.rejectedConns.Load())},
+			{"expired_keys", i(st.ExpiredTotal)},
+			{"auth_failures", i(s.stats.authFailures.Load())},
+		}
+	case "keyspace":
+		st := s.store.Stats()
+		if st.Keys == 0 {
+			return nil
+		}
+		return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", st.Keys, st.KeysWithExpiry)}}
+	case "locks":
+		st := s.locks.Stats()
+		return [][2]string{
+			{"epoch", u(st.Epoch)},
+			{"leases", i(int64(st.Leases))},
+			{"waiters", i(int64(st.Waiters))},
+			{"grants_total", u(st.GrantsTotal)},
+			{"renewals_total", u(st.RenewalsTotal)},
+			{"released_total", u(st.ReleasedTotal)},
+			{"expired_total", u(st.ExpiredTotal)},
+			{"revoked_total", u(st.RevokedTotal)},
 		}
 	}
-	if err := s.store.Close(); err != nil {
-		return fmt.Errorf("close store: %w", err)
-	}
-	s.log.Info("store closed; bye")
 	return nil
 }
 
-// wakeConns makes idle connections' reads return, so they see the
-// server is closing; a connection running a command finishes it first.
-func (s *Server) wakeConns() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		c.nc.SetReadDeadline(time.Unix(1, 0))
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}
+
+func splitHostPort(addr string) (string, string, error) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return "", "", fmt.Errorf("no port in %q", addr)
+	}
+	return addr[:i], addr[i+1:], nil
+}
+
+// The COMMAND family describes the command table itself.
+
+// cmdCommand is COMMAND alone; dispatch sends COMMAND with arguments to
+// its subcommands.
+func cmdCommand(c *Conn, args [][]byte) {
+	names := c.srv.commandNames()
+	c.out.Array(len(names))
+	for _, n := range names {
+		c.writeCommandInfo(c.srv.table[n])
 	}
 }
 
-// requestShutdown is what the SHUTDOWN command does: the server closes in
-// the background, after the asking connection has gone.
-func (s *Server) requestShutdown() {
-	go s.Shutdown(context.Background())
-}
+func cmdCommandCount(c *Conn, args [][]byte) { c.out.Int(int64(len(c.srv.table))) }
 
-// Done is closed once the server has shut down, whoever asked.
-func (s *Server) Done() <-chan struct{} { return s.done }
-
-// lookup finds a command by name, in any case, without allocating.
-func lookup(table map[string]*Command, name []byte) *Command {
-	if c, ok := table[string(name)]; ok {
-		return c
-	}
-	var buf [32]byte
-	if len(name) > len(buf) {
-		return nil
-	}
-	for i, ch := range name {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
+// cmdCommandList is COMMAND LIST [FILTERBY MODULE m|ACLCAT c|PATTERN p]:
+// every command and subcommand by its full name, as Redis 7 lists them.
+// Commands here belong to no module and no ACL category.
+func cmdCommandList(c *Conn, args [][]byte) {
+	var pattern string
+	filtered := false
+	for i := 2; i < len(args); i++ {
+		if !strings.EqualFold(string(args[i]), "filterby") || len(args)-1-i != 2 {
+			c.syntaxError()
+			return
 		}
-		buf[i] = ch
+		switch strings.ToLower(string(args[i+1])) {
+		case "module", "aclcat":
+			c.out.Array(0)
+			return
+		case "pattern":
+			pattern, filtered = cString(args[i+2], len(args[i+2])), true
+		default:
+			c.syntaxError()
+			return
+		}
+		i += 2
 	}
-	return table[string(buf[:len(name)])]
+	var names []string
+	for _, n := range c.srv.commandNames() {
+		cmd := c.srv.table[n]
+		for _, full := range append([]string{cmd.Name}, subcommandNames(cmd)...) {
+			if !filtered || globMatch(pattern, full) {
+				names = append(names, full)
+			}
+		}
+	}
+	c.out.BulkStrings(names...)
+}
+
+func subcommandNames(cmd *Command) []string {
+	var names []string
+	for _, s := range sortedNames(cmd.Subcommands) {
+		names = append(names, cmd.Subcommands[s].Name)
+	}
+	return names
+}
+
+func cmdCommandHelp(c *Conn, args [][]byte) {
+	c.out.BulkStrings(
+		"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"(no subcommand)", "    Return details about all commands.",
+		"COUNT", "    Return the total number of commands in this server.",
+		"LIST [FILTERBY PATTERN <pattern>]", "    Return a list of all commands in this server.",
+		"INFO [<command-name> ...]", "    Return details about multiple commands.",
+		"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
+		"HELP", "    Print this help.",
+	)
+}
+
+func cmdCommandInfo(c *Conn, args [][]byte) {
+	if len(args) == 2 {
+		cmdCommand(c, args[:1])
+		return
+	}
+	c.out.Array(len(args) - 2)
+	for _, a := range args[2:] {
+		if cmd := lookupPath(c.srv.table, a); cmd != nil {
+			c.writeCommandInfo(cmd)
+		} else {
+			c.out.Null()
+		}
+	}
+}
+
+func cmdCommandDocs(c *Conn, args [][]byte) {
+	var cmds []*Command
+	if len(args) == 2 {
+		for _, n := range c.srv.commandNames() {
+			cmds = append(cmds, c.srv.table[n])
+		}
+	} else {
+		for _, a := range args[2:] {
+			if cmd := lookupPath(c.srv.table, a); cmd != nil {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	c.out.Array(2 * len(cmds))
+	for _, cmd := range cmds {
+		c.out.BulkString(cmd.Name)
+		c.writeCommandDocs(cmd)
+	}
+}
+
+func (c *Conn) writeCommandDocs(cmd *Command) {
+	n := 6 + 2*docsExtraFields(cmd)
+	if cmd.Subcommands != nil {
+		n += 2
+	}
+	c.out.Array(n)
+	c.out.BulkString("summary")
+	c.out.BulkString(cmd.Summary)
+	c.out.BulkString("since")
+	c.out.BulkString(cmp.Or(cmd.Since, "1.0.0"))
+	c.out.BulkString("group")
+	c.out.BulkString(commandGroup(cmd))
+	c.writeDocsExtra(cmd) // complexity, arguments: see docs.go
+	if cmd.Subcommands != nil {
+		c.out.BulkString("subcommands")
+		subs := sortedNames(cmd.Subcommands)
+		c.out.Array(2 * len(subs))
+		for _, s := range subs {
+			c.out.BulkString(cmd.Subcommands[s].Name)
+			c.writeCommandDocs(cmd.Subcommands[s])
+		}
+	}
+}
+
+// globMatch is Redis's stringmatch with nocase set, as COMMAND LIST and
+// CONFIG GET use it.
+func globMatch(pattern, name string) bool {
+	return kv.Match([]byte(strings.ToLower(pattern)), []byte(strings.ToLower(name)))
+}
+
+func commandGroup(cmd *Command) string {
+	name, _, _ := strings.Cut(cmd.Name, "|")
+	if strings.HasPrefix(name, "lock.") {
+		return "module"
+	}
+	switch name {
+	case "ping", "echo", "hello", "auth", "quit", "select", "reset", "client":
+		return "connection"
+	case "info", "command", "config", "dbsize", "flushdb", "flushall", "time", "shutdown":
+		return "server"
+	case "del", "unlink", "exists", "expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "persist", "type", "keys", "scan", "rename", "renamenx":
+		return "generic"
+	}
+	return "string"
+}
+
+// lookupPath finds "name" or "name|sub".
+func lookupPath(table map[string]*Command, path []byte) *Command {
+	name, sub, hasSub := strings.Cut(strings.ToLower(string(path)), "|")
+	cmd := table[name]
+	if cmd == nil || !hasSub {
+		return cmd
+	}
+	return cmd.Subcommands[sub]
+}
+
+// writeCommandInfo writes Redis 7's ten-element COMMAND INFO entry.
+func (c *Conn) writeCommandInfo(cmd *Command) {
+	c.out.Array(10)
+	c.out.BulkString(cmd.Name)
+	c.out.Int(int64(cmd.Arity))
+	var flags []string
+	switch cmd.Role {
+	case RoleRead:
+		flags = append(flags, "readonly")
+	case RoleWrite:
+		flags = append(flags, "write")
+	case RoleAdmin:
+		flags = append(flags, "admin")
+	}
+	for _, f := range []struct {
+		flag Flags
+		name string
+	}{{FlagNoAuth, "noauth"}, {FlagBlocking, "blocking"}, {FlagFast, "fast"}} {
+		if cmd.Flags&f.flag != 0 {
+			flags = append(flags, f.name)
+		}
+	}
+	c.out.Array(len(flags))
+	for _, f := range flags {
+		c.out.Status(f)
+	}
+	c.out.Int(int64(cmd.FirstKey))
+	c.out.Int(int64(cmd.LastKey))
+	c.out.Int(int64(cmd.Step))
+	c.out.Array(0) // ACL categories
+	c.out.Array(0) // tips
+	c.out.Array(0) // key specs
+	subs := sortedNames(cmd.Subcommands)
+	c.out.Array(len(subs))
+	for _, s := range subs {
+		c.writeCommandInfo(cmd.Subcommands[s])
+	}
+}
+
+func (s *Server) commandNames() []string { return sortedNames(s.table) }
+
+func sortedNames(m map[string]*Command) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// CONFIG: the settings this server has. save and appendonly answer what
+// redis-benchmark asks at start, so it prints no warning.
+
+func (s *Server) configValues() [][2]string {
+	host, port := "", ""
+	if a := s.Addr(); a != nil {
+		host, port, _ = splitHostPort(a.String())
+	}
+	level := "info"
+	if s.cfg.LogLevel != nil {
+		level = strings.ToLower(s.cfg.LogLevel.Level().String())
+	}
+	return [][2]string{
+		{"bind", host},
+		{"port", port},
+		{"dir", s.cfg.Dir},
+		{"appendonly", "yes"},
+		{"appendfsync", s.cfg.Fsync.String()},
+		{"save", ""},
+		{"databases", "1"},
+		{"maxclients", strconv.FormatInt(s.maxClients.Load(), 10)},
+		{"proto-max-bulk-len", strconv.FormatInt(s.cfg.Limits.MaxBulkLen, 10)},
+		{"timeout", "0"},
+		{"loglevel", level},
+	}
+}
+
+// cmdConfigGet is CONFIG GET pattern [pattern ...], as Redis 7.2 answers
+// it: a name without glob characters is looked up in any case and answered
+// as the client spelled it; a pattern matches names in any case; each
+// setting is answered once.
+func cmdConfigGet(c *Conn, args [][]byte) {
+	values := c.srv.configValues()
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range args[2:] {
+		p := cString(a, len(a))
+		if !strings.ContainsAny(p, "[*?") {
+			name := strings.ToLower(p)
+			for _, v := range values {
+				if v[0] == name && !seen[name] {
+					seen[name] = true
+					out = append(out, p, v[1])
+				}
+			}
+			continue
+		}
+		for _, v := range values {
+			if !seen[v[0]] && globMatch(p, v[0]) {
+				seen[v[0]] = true
+				out = append(out, v[0], v[1])
+			}
+		}
+	}
+	c.out.BulkStrings(out...)
+}
+
+// cmdConfigSet is CONFIG SET name value [name value ...]: every pair is
+// checked before any is applied, as Redis does.
+func cmdConfigSet(c *Conn, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.syntaxError()
+		return
+	}
+	var apply []func()
+	seen := map[string]bool{}
+	for i := 2; i < len(args); i += 2 {
+		name, val := strings.ToLower(string(args[i])), string(args[i+1])
+		failed := func(why string) {
+			c.out.Err("CONFIG SET failed (possibly related to argument '" + cString(args[i], len(args[i])) + "') - " + why)
+		}
+		if seen[name] {
+			failed("duplicate parameter")
+			return
+		}
+		seen[name] = true
+		switch name {
+		case "maxclients":
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				failed("argument couldn't be parsed into an integer")
+				return
+			}
+			if n < 1 || n > math.MaxUint32 {
+				failed("argument must be between 1 and 4294967295 inclusive")
+				return
+			}
+			apply = append(apply, func() { c.srv.maxClients.Store(n) })
+		case "loglevel":
+			var l slog.Level
+			switch strings.ToLower(val) {
+			case "debug":
+				l = slog.LevelDebug
+			case "info", "verbose", "notice":
+				l = slog.LevelInfo
+			case "warn", "warning":
+				l = slog.LevelWarn
+			case "error":
+				l = slog.LevelError
+			default:
+				failed("argument(s) must be one of the following: debug, info, warn, error")
+				return
+			}
+			if c.srv.cfg.LogLevel != nil {
+				apply = append(apply, func() { c.srv.cfg.LogLevel.Set(l) })
+			}
+		default:
+			c.out.Err("Unknown option or number of arguments for CONFIG SET - '" + cString(args[i], len(args[i])) + "'")
+			return
+		}
+	}
+	for _, f := range apply {
+		f()
+	}
+	c.out.OK()
+}
+
+func cmdConfigResetStat(c *Conn, args [][]byte) {
+	st := &c.srv.stats
+	st.connectionsTotal.Store(0)
+	st.commandsTotal.Store(0)
+	st.rejectedConns.Store(0)
+	st.authFailures.Store(0)
+	st.errorReplies.Store(0)
+	st.netInput.Store(0)
+	st.netOutput.Store(0)
+	c.out.OK()
+}
+
+func cmdConfigHelp(c *Conn, args [][]byte) {
+	c.out.BulkStrings(
+		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+		"SET <directive> <value>", "    Set the configuration <directive> to <value> (maxclients, loglevel).",
+		"RESETSTAT", "    Reset statistics reported by the INFO command.",
+		"HELP", "    Print this help.",
+	)
+}
+
+func cmdDBSize(c *Conn, args [][]byte) {
+	n, err := c.srv.store.DBSize()
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Int(n)
+}
+
+// cmdFlushAll empties the keyspace. Leases are not keys: they stay.
+func cmdFlushAll(c *Conn, args [][]byte) {
+	if len(args) > 2 || (len(args) == 2 && !strings.EqualFold(string(args[1]), "async") && !strings.EqualFold(string(args[1]), "sync")) {
+		c.syntaxError()
+		return
+	}
+	if err := c.srv.store.FlushAll(); err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.OK()
+}
+
+func cmdTime(c *Conn, args [][]byte) {
+	now := time.Now()
+	c.out.Array(2)
+	c.out.BulkInt(now.Unix())
+	c.out.BulkInt(int64(now.Nanosecond() / 1000))
+}
+
+// cmdShutdown closes the server cleanly. Like Redis, a successful SHUTDOWN
+// sends no reply: the connection just closes. There is nothing to save:
+// every write is already in the store, so SAVE and NOSAVE change nothing,
+// but their combinations are checked as Redis checks them.
+func cmdShutdown(c *Conn, args [][]byte) {
+	var save, noSave, abort, other bool
+	for _, a := range args[1:] {
+		switch strings.ToLower(string(a)) {
+		case "nosave":
+			noSave = true
+		case "save":
+			save = true
+		case "now", "force":
+			other = true
+		case "abort":
+			abort = true
+		default:
+			c.syntaxError()
+			return
+		}
+	}
+	if (abort && (save || noSave || other)) || (save && noSave) {
+		c.syntaxError()
+		return
+	}
+	if abort {
+		c.out.Err("No shutdown in progress.")
+		return
+	}
+	c.srv.log.Info("shutdown requested", "client", c.addr)
+	c.closing = true
+	c.srv.requestShutdown()
 }

@@ -1,0 +1,332 @@
+package resp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/tenure-db/tenure/kv"
+	"github.com/tenure-db/tenure/lockmod"
+)
+
+// Version is tenure's version; RedisVersion is the Redis whose commands and
+// replies it follows, reported where clients look for redis_version.
+const (
+	Version      = "0.1.0"
+	RedisVersion = "7.2.0"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("resp: server closed")
+
+// Config is what a Server is opened with. Zero fields take SPEC §9's defaults.
+type Config struct {
+	Dir        string       // data directory; "./data" when empty
+	Fsync      kv.FsyncMode // --fsync
+	MaxClients int          // --max-clients; 10000 when 0
+	Limits     Limits       // --proto-max-bulk-len and Redis's other caps
+	Logger     *slog.Logger
+	Users      *Users         // --users; nil: every connection is admin
+	LogLevel   *slog.LevelVar // CONFIG SET loglevel changes it; may be nil
+	TLS        *tls.Config    // serve RESP over TLS (--tls-cert, --tls-key); nil: plain TCP
+
+	// For tests: an in-memory or crash-simulating file system, and a clock
+	// for the lock module.
+	FS    vfs.FS
+	Clock lockmod.Clock
+}
+
+// Server is tenure's RESP server: the listener, the connections, the
+// command table, and the store and lock module they act on.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	table map[string]*Command
+	store *kv.Store
+	locks *lockmod.Manager
+	users *Users
+	start time.Time
+	runID string // INFO's run_id, new at each open
+	// maxClients is --max-clients, changed by CONFIG SET maxclients.
+	maxClients atomic.Int64
+
+	closing  atomic.Bool
+	shutdown sync.Once
+	done     chan struct{} // closed when Shutdown has closed everything
+	nextID   atomic.Int64
+
+	mu          sync.Mutex
+	ln          net.Listener
+	metricsHTTP []*http.Server // started by ServeMetrics
+	conns       map[*Conn]struct{}
+	wg          sync.WaitGroup // connection goroutines
+
+	stats   serverStats
+	metrics *metrics
+}
+
+type serverStats struct {
+	connectionsTotal atomic.Int64
+	commandsTotal    atomic.Int64
+	rejectedConns    atomic.Int64
+	blocked          atomic.Int64
+	authFailures     atomic.Int64
+	errorReplies     atomic.Int64
+	netInput         atomic.Int64 // bytes read from clients
+	netOutput        atomic.Int64 // bytes written to clients
+	opsRate          opsRate
+}
+
+// Open opens the store in cfg.Dir, makes a new epoch durable (LOCK-10: before
+// any connection is accepted), and readies the lock module. It does not
+// listen: call Serve.
+func Open(cfg Config) (*Server, error) {
+	if cfg.Dir == "" {
+		cfg.Dir = "./data"
+	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = 10000
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = lockmod.SystemClock()
+	}
+	store, err := kv.Open(cfg.Dir, kv.Options{
+		FS:          cfg.FS,
+		Fsync:       cfg.Fsync,
+		Logger:      cfg.Logger,
+		MaxValueLen: cfg.Limits.MaxBulkLen,
+	})
+	if err != nil {
+		return nil, err
+	}
+	epoch, err := store.BumpEpoch()
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("bump epoch in %s: %w", cfg.Dir, err)
+	}
+	metrics := newMetrics()
+	locks := lockmod.New(lockmod.Config{
+		Clock:    cfg.Clock,
+		Epoch:    epoch,
+		Bumper:   store,
+		Observer: leaseObserver{m: metrics, log: cfg.Logger},
+	})
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		table:   commandTable(),
+		store:   store,
+		locks:   locks,
+		users:   cfg.Users,
+		start:   time.Now(),
+		runID:   newRunID(),
+		done:    make(chan struct{}),
+		conns:   map[*Conn]struct{}{},
+		metrics: metrics,
+	}
+	metrics.bind(s)
+	s.maxClients.Store(int64(cfg.MaxClients))
+	s.log.Info("store opened", "dir", cfg.Dir, "epoch", epoch, "fsync", cfg.Fsync.String())
+	return s, nil
+}
+
+// Epoch is the epoch this open made durable.
+func (s *Server) Epoch() uint64 { return s.locks.Stats().Epoch }
+
+// Serve accepts connections on ln until Shutdown, then returns
+// ErrServerClosed once every connection has finished and the store is
+// closed. It logs "ready to accept connections" when it starts.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	if s.cfg.TLS != nil {
+		// The handshake runs on the connection's first read, in its own
+		// goroutine: a slow or plain-text peer holds up nobody else.
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	s.log.Info("ready to accept connections", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "epoch", s.Epoch())
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				<-s.done
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			// Out of file descriptors and the like: back off, as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.accept(nc)
+	}
+}
+
+func (s *Server) accept(nc net.Conn) {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if int64(len(s.conns)) >= s.maxClients.Load() {
+		s.mu.Unlock()
+		s.stats.rejectedConns.Add(1)
+		s.metrics.refused.Inc()
+		// One short write to a fresh socket does not block.
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.stats.connectionsTotal.Add(1)
+	s.metrics.accepted.Inc()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+	}()
+}
+
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Addr is the address the server listens on, nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops accepting, lets running commands finish (blocked LOCK.HOLDs
+// are answered with an error), closes every connection and then the store.
+// When ctx ends first, connections still running are cut. It is safe to
+// call more than once; every call waits for the end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdown.Do(func() {
+		err = s.close(ctx)
+		close(s.done)
+	})
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
+}
+
+// cutGrace is how long Shutdown waits for connections it cut to finish.
+const cutGrace = 5 * time.Second
+
+func (s *Server) close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing.Store(true)
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	metricsHTTP := s.metricsHTTP
+	s.mu.Unlock()
+	for _, hs := range metricsHTTP {
+		hs.Shutdown(ctx) // a scrape in progress finishes; none starts
+	}
+	// Waiters in line are answered now; leases end with the process.
+	s.locks.Close()
+	s.wakeConns()
+	finished := make(chan struct{})
+	go func() { s.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		s.log.Warn("shutdown: cutting connections still running", "err", ctx.Err())
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		select {
+		case <-finished:
+		case <-time.After(cutGrace):
+			// A command that no cut reaches: a write caught inside a
+			// Pebble that a failed disk wedged (see kv.ErrDiskFailed). It
+			// must not hold the process up for ever.
+			s.log.Error("shutdown: connections still running after they were cut; closing the store anyway", "waited", cutGrace)
+		}
+	}
+	if err := s.store.Close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	s.log.Info("store closed; bye")
+	return nil
+}
+
+// wakeConns makes idle connections' reads return, so they see the
+// server is closing; a connection running a command finishes it first.
+func (s *Server) wakeConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// requestShutdown is what the SHUTDOWN command does: the server closes in
+// the background, after the asking connection has gone.
+func (s *Server) requestShutdown() {
+	go s.Shutdown(context.Background())
+}
+
+// Done is closed once the server has shut down, whoever asked.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// lookup finds a command by name, in any case, without allocating.
+func lookup(table map[string]*Command, name []byte) *Command {
+	if c, ok := table[string(name)]; ok {
+		return c
+	}
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return table[string(buf[:len(name)])]
+}
