@@ -7,7 +7,7 @@ package resp
 // type and wants its flags as simple strings.
 
 // docsExtraFields counts the fields writeDocsExtra writes.
-func docsExtraFields(cmd *Command) int {
+func docsExtraFields(cmd *command) int {
 	n := 0
 	if cmd.Complexity != "" {
 		n++
@@ -18,7 +18,7 @@ func docsExtraFields(cmd *Command) int {
 	return n
 }
 
-func (c *Conn) writeDocsExtra(cmd *Command) {
+func (c *conn) writeDocsExtra(cmd *command) {
 	if cmd.Complexity != "" {
 		c.out.BulkString("complexity")
 		c.out.BulkString(cmd.Complexity)
@@ -29,7 +29,7 @@ func (c *Conn) writeDocsExtra(cmd *Command) {
 	}
 }
 
-func (c *Conn) writeDocsArgs(args []Arg) {
+func (c *conn) writeDocsArgs(args []arg) {
 	c.out.Array(len(args))
 	for _, a := range args {
 		var flags []string

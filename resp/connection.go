@@ -6,20 +6,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
 // Connection commands: PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT.
 
-func (c *Conn) wrongArity(name string) {
-	c.out.Err("wrong number of arguments for '" + name + "' command")
-}
-
-func (c *Conn) syntaxError() { c.out.Err("syntax error") }
-
-func cmdPing(c *Conn, args [][]byte) {
+func cmdPing(c *conn, args [][]byte) {
 	switch len(args) {
 	case 1:
 		c.out.Status("PONG")
@@ -30,14 +23,14 @@ func cmdPing(c *Conn, args [][]byte) {
 	}
 }
 
-func cmdEcho(c *Conn, args [][]byte) { c.out.Bulk(args[1]) }
+func cmdEcho(c *conn, args [][]byte) { c.out.Bulk(args[1]) }
 
-func cmdQuit(c *Conn, args [][]byte) {
+func cmdQuit(c *conn, args [][]byte) {
 	c.out.OK()
 	c.closing = true
 }
 
-func cmdSelect(c *Conn, args [][]byte) {
+func cmdSelect(c *conn, args [][]byte) {
 	// Redis reads the index as a C int.
 	n, ok := parseInt(args[1])
 	switch {
@@ -55,7 +48,7 @@ func cmdSelect(c *Conn, args [][]byte) {
 // cmdHello speaks protocol 2 only: go-redis asks for 3 first, takes the
 // NOPROTO and goes on in RESP2. As in Redis, every option is checked before
 // AUTH is tried, and the name is set only once the connection is admitted.
-func cmdHello(c *Conn, args [][]byte) {
+func cmdHello(c *conn, args [][]byte) {
 	i := 1
 	if len(args) > 1 {
 		v, ok := parseInt(args[1])
@@ -119,7 +112,7 @@ func cmdHello(c *Conn, args [][]byte) {
 	c.out.Array(0)
 }
 
-func cmdAuth(c *Conn, args [][]byte) {
+func cmdAuth(c *conn, args [][]byte) {
 	switch len(args) {
 	case 2:
 		if c.srv.users == nil {
@@ -140,7 +133,7 @@ func cmdAuth(c *Conn, args [][]byte) {
 
 // authenticate admits the connection as user with that user's role, or
 // answers -WRONGPASS and reports false.
-func (c *Conn) authenticate(user, password []byte) bool {
+func (c *conn) authenticate(user, password []byte) bool {
 	role, ok := c.srv.users.check(string(user), password)
 	if !ok {
 		c.srv.stats.authFailures.Add(1)
@@ -155,7 +148,7 @@ func (c *Conn) authenticate(user, password []byte) bool {
 	return true
 }
 
-func cmdReset(c *Conn, args [][]byte) {
+func cmdReset(c *conn, args [][]byte) {
 	c.mu.Lock()
 	c.name = ""
 	if c.srv.users != nil {
@@ -166,9 +159,9 @@ func cmdReset(c *Conn, args [][]byte) {
 	c.out.Status("RESET")
 }
 
-func cmdClientID(c *Conn, args [][]byte) { c.out.Int(c.id) }
+func cmdClientID(c *conn, args [][]byte) { c.out.Int(c.id) }
 
-func cmdClientSetName(c *Conn, args [][]byte) {
+func cmdClientSetName(c *conn, args [][]byte) {
 	if !validClientName(args[2]) {
 		c.out.Err(errClientName)
 		return
@@ -179,7 +172,7 @@ func cmdClientSetName(c *Conn, args [][]byte) {
 	c.out.OK()
 }
 
-func cmdClientGetName(c *Conn, args [][]byte) {
+func cmdClientGetName(c *conn, args [][]byte) {
 	c.mu.Lock()
 	name := c.name
 	c.mu.Unlock()
@@ -190,7 +183,7 @@ func cmdClientGetName(c *Conn, args [][]byte) {
 	c.out.BulkString(name)
 }
 
-func cmdClientSetInfo(c *Conn, args [][]byte) {
+func cmdClientSetInfo(c *conn, args [][]byte) {
 	// Redis's errors name the attribute as the client spelled it.
 	attr := strings.ToLower(string(args[2]))
 	if attr != "lib-name" && attr != "lib-ver" {
@@ -211,11 +204,11 @@ func cmdClientSetInfo(c *Conn, args [][]byte) {
 	c.out.OK()
 }
 
-func cmdClientInfo(c *Conn, args [][]byte) { c.out.BulkString(c.describe(time.Now()) + "\n") }
+func cmdClientInfo(c *conn, args [][]byte) { c.out.BulkString(c.describe(time.Now()) + "\n") }
 
 // cmdClientList is CLIENT LIST [TYPE type | ID id [id ...]], as Redis 7.2
 // reads it: one filter or none. Every connection here is of type normal.
-func cmdClientList(c *Conn, args [][]byte) {
+func cmdClientList(c *conn, args [][]byte) {
 	var ids []int64
 	switch {
 	case len(args) == 2:
@@ -279,7 +272,7 @@ func clientType(b []byte) (string, bool) {
 // of filters (ID, TYPE, ADDR, LADDR, USER, SKIPME). A killed holder's lease
 // stays to its deadline (LOCK-11): killing closes the connection and
 // nothing else.
-func cmdClientKill(c *Conn, args [][]byte) {
+func cmdClientKill(c *conn, args [][]byte) {
 	if len(args) == 3 {
 		// The old form may kill the asking connection itself.
 		addr := string(args[2])
@@ -358,7 +351,7 @@ func cmdClientKill(c *Conn, args [][]byte) {
 	c.out.Int(killed)
 }
 
-func (c *Conn) userName() string {
+func (c *conn) userName() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.user
@@ -366,7 +359,7 @@ func (c *Conn) userName() string {
 
 // kill closes o's connection; its goroutine sees the error and ends. The
 // asking connection closes itself after its reply.
-func (c *Conn) kill(o *Conn) {
+func (c *conn) kill(o *conn) {
 	if o == c {
 		c.closing = true
 		return
@@ -374,7 +367,7 @@ func (c *Conn) kill(o *Conn) {
 	o.nc.Close()
 }
 
-func cmdClientHelp(c *Conn, args [][]byte) {
+func cmdClientHelp(c *conn, args [][]byte) {
 	c.out.BulkStrings(
 		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"ID", "    Return the ID of the current connection.",
@@ -400,7 +393,7 @@ func validClientName(b []byte) bool {
 
 // describe is the connection's line in CLIENT LIST, in Redis's format, with
 // the user and the role it was admitted with.
-func (c *Conn) describe(now time.Time) string {
+func (c *conn) describe(now time.Time) string {
 	c.mu.Lock()
 	name, lib, ver, user, role := c.name, c.libName, c.libVer, c.user, c.role
 	c.mu.Unlock()
@@ -417,9 +410,9 @@ func (c *Conn) describe(now time.Time) string {
 }
 
 // connections lists the open connections, oldest first.
-func (s *Server) connections() []*Conn {
+func (s *Server) connections() []*conn {
 	s.mu.Lock()
-	list := make([]*Conn, 0, len(s.conns))
+	list := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		list = append(list, c)
 	}
@@ -428,16 +421,14 @@ func (s *Server) connections() []*Conn {
 	return list
 }
 
-func sortConns(list []*Conn) {
-	slices.SortFunc(list, func(a, b *Conn) int { return cmp.Compare(a.id, b.id) })
+func sortConns(list []*conn) {
+	slices.SortFunc(list, func(a, b *conn) int { return cmp.Compare(a.id, b.id) })
 }
 
 const (
 	errNotInteger = "value is not an integer or out of range"
 	errClientName = "Client names cannot contain spaces, newlines or special characters."
 )
-
-func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
 
 // exists says whether name is a user, for CLIENT KILL USER. As in Redis,
 // "default" always is: it is who a connection is before AUTH.

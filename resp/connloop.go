@@ -1,13 +1,11 @@
 package resp
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,14 +20,14 @@ const (
 	maxReadAhead = 1 << 20
 )
 
-// Conn is one client connection: its reader, its replies, and what the
+// conn is one client connection: its reader, its replies, and what the
 // client told us about itself. One goroutine runs it; only a blocking
 // command adds a second, which watches for the client going away.
-type Conn struct {
+type conn struct {
 	srv     *Server
 	nc      net.Conn
 	rd      *reader
-	out     Reply
+	out     reply
 	id      int64
 	addr    string
 	laddr   string
@@ -40,7 +38,7 @@ type Conn struct {
 	user string
 
 	lastActive atomic.Int64 // unix nanoseconds
-	lastCmd    atomic.Pointer[Command]
+	lastCmd    atomic.Pointer[command]
 
 	mu      sync.Mutex // guards what CLIENT LIST reads from other goroutines
 	name    string
@@ -48,8 +46,8 @@ type Conn struct {
 	libVer  string
 }
 
-func newConn(s *Server, nc net.Conn) *Conn {
-	c := &Conn{
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
 		srv:     s,
 		nc:      nc,
 		rd:      newReader(countingReader{nc, &s.stats.netInput}, s.cfg.Limits),
@@ -71,7 +69,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 // serve reads requests, runs them in order, and writes their replies once
 // per batch: every request that arrived in one read is answered by one
 // write.
-func (c *Conn) serve() {
+func (c *conn) serve() {
 	defer c.close()
 	for {
 		args, err := c.rd.next()
@@ -111,7 +109,7 @@ func (c *Conn) serve() {
 // not take the whole server down with it (SPEC §7): its partial reply is
 // dropped, the client gets an error, the panic is logged with its stack,
 // and run reports false so the connection is closed.
-func (c *Conn) run(args [][]byte) (ok bool) {
+func (c *conn) run(args [][]byte) (ok bool) {
 	mark := c.out.Len()
 	defer func() {
 		if p := recover(); p != nil {
@@ -126,7 +124,7 @@ func (c *Conn) run(args [][]byte) (ok bool) {
 	return true
 }
 
-func (c *Conn) flush() bool {
+func (c *conn) flush() bool {
 	if c.out.Len() == 0 {
 		return true
 	}
@@ -144,100 +142,9 @@ func (c *Conn) flush() bool {
 	return true
 }
 
-func (c *Conn) close() {
+func (c *conn) close() {
 	c.nc.Close()
 	c.srv.forget(c)
-}
-
-// exec runs one request and counts it, by the row that answered and by
-// its reply's code word (see metrics.done).
-func (c *Conn) exec(args [][]byte) {
-	start := time.Now()
-	mark := c.out.Len()
-	c.srv.stats.commandsTotal.Add(1)
-	cmd := c.dispatch(args)
-	reply := c.out.b[mark:]
-	if len(reply) > 0 && reply[0] == '-' {
-		c.srv.stats.errorReplies.Add(1)
-	}
-	c.srv.metrics.done(cmd, start, reply)
-}
-
-// dispatch looks a request up in the command table and checks arity and
-// role once, here, before its handler runs. It returns the row that
-// answered, nil for an unknown command.
-func (c *Conn) dispatch(args [][]byte) *Command {
-	cmd := lookup(c.srv.table, args[0])
-	if cmd == nil {
-		c.out.Err(unknownCommand(args))
-		return nil
-	}
-	if !arityOK(cmd.Arity, len(args)) {
-		c.out.Err("wrong number of arguments for '" + cmd.Name + "' command")
-		return cmd
-	}
-	// A container with arity -1 (COMMAND) runs its own handler when no
-	// subcommand is named, as Redis does.
-	if cmd.Subcommands != nil && len(args) > 1 {
-		sub := lookup(cmd.Subcommands, args[1])
-		if sub == nil {
-			c.out.Err("unknown subcommand '" + cut128(args[1]) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
-			return cmd
-		}
-		if !arityOK(sub.Arity, len(args)) {
-			c.out.Err("wrong number of arguments for '" + sub.Name + "' command")
-			return sub
-		}
-		cmd = sub
-	}
-	// Before AUTH only FlagNoAuth commands run, whatever a row's Role says,
-	// so a row added without thought is closed, not open.
-	switch {
-	case c.role == RoleNone && cmd.Flags&FlagNoAuth == 0:
-		c.out.Error("NOAUTH", "Authentication required.")
-		return cmd
-	case c.role != RoleNone && c.role < cmd.Role:
-		c.out.Error("NOPERM", "this user has no permissions to run the '"+cmd.Name+"' command")
-		return cmd
-	}
-	c.lastCmd.Store(cmd)
-	cmd.Handler(c, args)
-	return cmd
-}
-
-func arityOK(arity, n int) bool {
-	if arity >= 0 {
-		return n == arity
-	}
-	return n >= -arity
-}
-
-// unknownCommand is Redis's text, args quoted and cut to about 128 bytes.
-// Like Redis's "%.128s" it counts bytes, not characters.
-func unknownCommand(args [][]byte) string {
-	var b strings.Builder
-	for _, a := range args[1:] {
-		if b.Len() >= 128 {
-			break
-		}
-		n := 128 - b.Len()
-		b.WriteByte('\'')
-		b.WriteString(cString(a, n))
-		b.WriteString("' ")
-	}
-	return "unknown command '" + cut128(args[0]) + "', with args beginning with: " + b.String()
-}
-
-// cut128 is an argument as Redis's "%.128s" prints it.
-func cut128(b []byte) string { return cString(b, 128) }
-
-// cString is b as C's "%.*s" prints it: up to the first NUL, at most n
-// bytes.
-func cString(b []byte, n int) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b[:min(len(b), n)])
 }
 
 // countingReader adds what it reads to INFO's total_net_input_bytes.
@@ -265,7 +172,7 @@ type watch struct {
 	stopping atomic.Bool
 }
 
-func (c *Conn) watchGone() *watch {
+func (c *conn) watchGone() *watch {
 	w := &watch{gone: make(chan struct{}), done: make(chan struct{})}
 	c.srv.stats.blocked.Add(1)
 	go func() {
@@ -304,7 +211,7 @@ func (c *Conn) watchGone() *watch {
 // Gone is closed when the client has closed its connection.
 func (w *watch) Gone() <-chan struct{} { return w.gone }
 
-func (w *watch) stop(c *Conn) {
+func (w *watch) stop(c *conn) {
 	w.stopping.Store(true)
 	c.nc.SetReadDeadline(time.Unix(1, 0))
 	<-w.done

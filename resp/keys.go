@@ -12,7 +12,7 @@ import (
 // Key commands: DEL, UNLINK, EXISTS, EXPIRE…, TTL, PTTL, PERSIST, TYPE,
 // KEYS, SCAN, RENAME, RENAMENX.
 
-func cmdDel(c *Conn, args [][]byte) {
+func cmdDel(c *conn, args [][]byte) {
 	n, err := c.srv.store.Del(args[1:])
 	if err != nil {
 		c.storeError(err)
@@ -21,7 +21,7 @@ func cmdDel(c *Conn, args [][]byte) {
 	c.out.Int(n)
 }
 
-func cmdExists(c *Conn, args [][]byte) {
+func cmdExists(c *conn, args [][]byte) {
 	n, err := c.srv.store.Exists(args[1:])
 	if err != nil {
 		c.storeError(err)
@@ -30,15 +30,15 @@ func cmdExists(c *Conn, args [][]byte) {
 	c.out.Int(n)
 }
 
-func cmdExpire(c *Conn, args [][]byte)    { expire(c, args, "expire") }
-func cmdPExpire(c *Conn, args [][]byte)   { expire(c, args, "pexpire") }
-func cmdExpireAt(c *Conn, args [][]byte)  { expire(c, args, "expireat") }
-func cmdPExpireAt(c *Conn, args [][]byte) { expire(c, args, "pexpireat") }
+func cmdExpire(c *conn, args [][]byte)    { expire(c, args, "expire") }
+func cmdPExpire(c *conn, args [][]byte)   { expire(c, args, "pexpire") }
+func cmdExpireAt(c *conn, args [][]byte)  { expire(c, args, "expireat") }
+func cmdPExpireAt(c *conn, args [][]byte) { expire(c, args, "pexpireat") }
 
 // expire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT key time [NX|XX|GT|LT],
 // with Redis's order of checks: options, then the time. Unlike SET's EX, a
 // time in the past is allowed: it deletes the key.
-func expire(c *Conn, args [][]byte, name string) {
+func expire(c *conn, args [][]byte, name string) {
 	cond := kv.CondNone
 	for _, a := range args[3:] {
 		switch option(a) {
@@ -93,7 +93,7 @@ func expire(c *Conn, args [][]byte, name string) {
 	c.out.Bool(set)
 }
 
-func cmdTTL(c *Conn, args [][]byte) {
+func cmdTTL(c *conn, args [][]byte) {
 	ms, err := c.srv.store.TTL(args[1])
 	if err != nil {
 		c.storeError(err)
@@ -106,7 +106,7 @@ func cmdTTL(c *Conn, args [][]byte) {
 	c.out.Int((ms + 500) / 1000)
 }
 
-func cmdPTTL(c *Conn, args [][]byte) {
+func cmdPTTL(c *conn, args [][]byte) {
 	ms, err := c.srv.store.TTL(args[1])
 	if err != nil {
 		c.storeError(err)
@@ -115,7 +115,7 @@ func cmdPTTL(c *Conn, args [][]byte) {
 	c.out.Int(ms)
 }
 
-func cmdPersist(c *Conn, args [][]byte) {
+func cmdPersist(c *conn, args [][]byte) {
 	ok, err := c.srv.store.Persist(args[1])
 	if err != nil {
 		c.storeError(err)
@@ -124,7 +124,7 @@ func cmdPersist(c *Conn, args [][]byte) {
 	c.out.Bool(ok)
 }
 
-func cmdType(c *Conn, args [][]byte) {
+func cmdType(c *conn, args [][]byte) {
 	t, err := c.srv.store.Type(args[1])
 	if err != nil {
 		c.storeError(err)
@@ -133,7 +133,7 @@ func cmdType(c *Conn, args [][]byte) {
 	c.out.Status(t)
 }
 
-func cmdKeys(c *Conn, args [][]byte) {
+func cmdKeys(c *conn, args [][]byte) {
 	keys, err := c.srv.store.Keys(args[1])
 	if err != nil {
 		c.storeError(err)
@@ -148,7 +148,7 @@ func cmdKeys(c *Conn, args [][]byte) {
 // cmdScan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE t]. The cursor is
 // a position in the keyspace's hash order, so a key present for the whole
 // walk is returned at least once.
-func cmdScan(c *Conn, args [][]byte) {
+func cmdScan(c *conn, args [][]byte) {
 	cursor, ok := parseCursor(args[1])
 	if !ok {
 		c.out.Err("invalid cursor")
@@ -198,7 +198,7 @@ func cmdScan(c *Conn, args [][]byte) {
 	}
 }
 
-func cmdRename(c *Conn, args [][]byte) {
+func cmdRename(c *conn, args [][]byte) {
 	if err := c.srv.store.Rename(args[1], args[2]); err != nil {
 		c.storeError(err)
 		return
@@ -206,7 +206,7 @@ func cmdRename(c *Conn, args [][]byte) {
 	c.out.OK()
 }
 
-func cmdRenameNX(c *Conn, args [][]byte) {
+func cmdRenameNX(c *conn, args [][]byte) {
 	ok, err := c.srv.store.RenameNX(args[1], args[2])
 	if err != nil {
 		c.storeError(err)

@@ -50,7 +50,7 @@ type Config struct {
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
-	table map[string]*Command
+	table map[string]*command
 	store *kv.Store
 	locks *lockmod.Manager
 	users *Users
@@ -67,7 +67,7 @@ type Server struct {
 	mu          sync.Mutex
 	ln          net.Listener
 	metricsHTTP []*http.Server // started by ServeMetrics
-	conns       map[*Conn]struct{}
+	conns       map[*conn]struct{}
 	wg          sync.WaitGroup // connection goroutines
 
 	stats   serverStats
@@ -134,7 +134,7 @@ func Open(cfg Config) (*Server, error) {
 		start:   time.Now(),
 		runID:   newRunID(),
 		done:    make(chan struct{}),
-		conns:   map[*Conn]struct{}{},
+		conns:   map[*conn]struct{}{},
 		metrics: metrics,
 	}
 	metrics.bind(s)
@@ -216,7 +216,7 @@ func (s *Server) accept(nc net.Conn) {
 	}()
 }
 
-func (s *Server) forget(c *Conn) {
+func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
@@ -312,21 +312,3 @@ func (s *Server) requestShutdown() {
 
 // Done is closed once the server has shut down, whoever asked.
 func (s *Server) Done() <-chan struct{} { return s.done }
-
-// lookup finds a command by name, in any case, without allocating.
-func lookup(table map[string]*Command, name []byte) *Command {
-	if c, ok := table[string(name)]; ok {
-		return c
-	}
-	var buf [32]byte
-	if len(name) > len(buf) {
-		return nil
-	}
-	for i, ch := range name {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		buf[i] = ch
-	}
-	return table[string(buf[:len(name)])]
-}

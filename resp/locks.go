@@ -41,7 +41,7 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 func argView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // lockError answers an error from lockmod.
-func (c *Conn) lockError(err error) {
+func (c *conn) lockError(err error) {
 	var lost *lockmod.LostError
 	switch {
 	case errors.As(err, &lost):
@@ -61,7 +61,7 @@ func (c *Conn) lockError(err error) {
 // While it waits in line only its own connection blocks, and a client that
 // goes away is noticed at once: its request is withdrawn and its place
 // lingers (SPEC §3).
-func cmdLockHold(c *Conn, args [][]byte) {
+func cmdLockHold(c *conn, args [][]byte) {
 	lock, key, reqid := args[1], args[2], args[3]
 	switch {
 	case len(lock) == 0 || len(lock) > maxLockLen:
@@ -142,7 +142,7 @@ func cmdLockHold(c *Conn, args [][]byte) {
 }
 
 // cmdLockRenew is LOCK.RENEW leaseid [TTL ms].
-func cmdLockRenew(c *Conn, args [][]byte) {
+func cmdLockRenew(c *conn, args [][]byte) {
 	var ttl time.Duration
 	switch len(args) {
 	case 2:
@@ -168,7 +168,7 @@ func cmdLockRenew(c *Conn, args [][]byte) {
 	c.out.Int(ms(left))
 }
 
-func cmdLockRelease(c *Conn, args [][]byte) {
+func cmdLockRelease(c *conn, args [][]byte) {
 	if err := c.srv.locks.Release(string(args[1])); err != nil {
 		c.lockError(err)
 		return
@@ -177,7 +177,7 @@ func cmdLockRelease(c *Conn, args [][]byte) {
 }
 
 // cmdLockInfo never shows a lease id (LOCK-04: the id is the holder's secret).
-func cmdLockInfo(c *Conn, args [][]byte) {
+func cmdLockInfo(c *conn, args [][]byte) {
 	info, ok := c.srv.locks.Info(string(args[1]), string(args[2]))
 	if !ok {
 		c.out.NullArray()
@@ -199,7 +199,7 @@ func cmdLockInfo(c *Conn, args [][]byte) {
 // cmdLockList is LOCK.LIST lock [CURSOR c] [COUNT n]: a SCAN over the keys
 // of a lock that are held or waited for. Each entry is key, fence, ttl,
 // waiters; never a lease id (LOCK-04).
-func cmdLockList(c *Conn, args [][]byte) {
+func cmdLockList(c *conn, args [][]byte) {
 	var (
 		cursor uint64
 		count  = lockmod.DefaultListCount
@@ -251,6 +251,6 @@ func cmdLockList(c *Conn, args [][]byte) {
 
 // cmdLockRevoke ends the lease; the line the log keeps of it is written by
 // the lock module's observer (see leaseObserver), as for MAXHOLD.
-func cmdLockRevoke(c *Conn, args [][]byte) {
+func cmdLockRevoke(c *conn, args [][]byte) {
 	c.out.Bool(c.srv.locks.Revoke(string(args[1]), string(args[2])))
 }

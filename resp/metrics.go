@@ -130,7 +130,7 @@ func (m *metrics) bind(s *Server) {
 
 // done counts one command: cmd is the row that answered (nil: no such
 // command), reply what it answered.
-func (m *metrics) done(cmd *Command, start time.Time, reply []byte) {
+func (m *metrics) done(cmd *command, start time.Time, reply []byte) {
 	cm := m.unknown
 	if cmd != nil && cmd.metrics != nil {
 		cm = cmd.metrics

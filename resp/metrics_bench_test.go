@@ -9,7 +9,7 @@ import (
 // observation and a counter, resolved once per row.
 func BenchmarkMetricsDone(b *testing.B) {
 	m := newMetrics()
-	cmd := &Command{Name: "get"}
+	cmd := &command{Name: "get"}
 	cmd.metrics = m.row(cmd.Name)
 	ok, lost := []byte("$1\r\nv\r\n"), []byte("-LOST expired\r\n")
 	b.ReportAllocs()

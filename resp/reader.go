@@ -46,13 +46,13 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// ProtocolError is a request the server cannot parse; the connection is
+// protocolError is a request the server cannot parse; the connection is
 // answered "-ERR Protocol error: …" and closed, as Redis does.
-type ProtocolError struct{ msg string }
+type protocolError struct{ msg string }
 
-func (e *ProtocolError) Error() string { return "Protocol error: " + e.msg }
+func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
 
-func protoErr(msg string) error { return &ProtocolError{msg} }
+func protoErr(msg string) error { return &protocolError{msg} }
 
 // errIncomplete says the buffer does not yet hold a whole request.
 var errIncomplete = errors.New("incomplete request")
@@ -126,7 +126,7 @@ func (rd *reader) shrink() {
 }
 
 // next returns the next request's arguments, errIncomplete when more bytes
-// are needed, or a *ProtocolError. An empty request (a blank line, "*0",
+// are needed, or a *protocolError. An empty request (a blank line, "*0",
 // "*-1") returns zero arguments.
 func (rd *reader) next() ([][]byte, error) {
 	b := rd.buf[rd.r:rd.w]

@@ -163,7 +163,7 @@ func FuzzReader(f *testing.F) {
 					t.Fatalf("buffer grew to %d", len(rd.buf))
 				}
 			default:
-				var pe *ProtocolError
+				var pe *protocolError
 				if !errors.As(err, &pe) {
 					t.Fatalf("error %v is not a protocol error", err)
 				}

@@ -6,17 +6,17 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// Reply accumulates a connection's replies in RESP2 until the batch of
+// reply accumulates a connection's replies in RESP2 until the batch of
 // requests read together is done; the connection writes it in one syscall.
 // The encoders are redcon's.
-type Reply struct {
+type reply struct {
 	b []byte
 }
 
 // Error sends "-CODE msg". Every error reply starts with an uppercase code
 // word (ERR, WRONGTYPE, NOPERM, NOAUTH, LOST, FENCED, …); redcon would send
 // the text as given, so the code is a separate argument here.
-func (r *Reply) Error(code, msg string) {
+func (r *reply) Error(code, msg string) {
 	r.b = append(r.b, '-')
 	r.b = append(r.b, code...)
 	if msg != "" {
@@ -27,19 +27,19 @@ func (r *Reply) Error(code, msg string) {
 }
 
 // Err sends "-ERR msg".
-func (r *Reply) Err(msg string) { r.Error("ERR", msg) }
+func (r *reply) Err(msg string) { r.Error("ERR", msg) }
 
 // OK sends "+OK".
-func (r *Reply) OK() { r.b = redcon.AppendOK(r.b) }
+func (r *reply) OK() { r.b = redcon.AppendOK(r.b) }
 
 // Status sends a simple string, "+s".
-func (r *Reply) Status(s string) { r.b = redcon.AppendString(r.b, s) }
+func (r *reply) Status(s string) { r.b = redcon.AppendString(r.b, s) }
 
 // Int sends ":n".
-func (r *Reply) Int(n int64) { r.b = redcon.AppendInt(r.b, n) }
+func (r *reply) Int(n int64) { r.b = redcon.AppendInt(r.b, n) }
 
 // Bool sends ":1" or ":0".
-func (r *Reply) Bool(v bool) {
+func (r *reply) Bool(v bool) {
 	if v {
 		r.b = append(r.b, ":1\r\n"...)
 	} else {
@@ -48,19 +48,19 @@ func (r *Reply) Bool(v bool) {
 }
 
 // Bulk sends a bulk string.
-func (r *Reply) Bulk(b []byte) { r.b = redcon.AppendBulk(r.b, b) }
+func (r *reply) Bulk(b []byte) { r.b = redcon.AppendBulk(r.b, b) }
 
 // BulkString sends a bulk string.
-func (r *Reply) BulkString(s string) { r.b = redcon.AppendBulkString(r.b, s) }
+func (r *reply) BulkString(s string) { r.b = redcon.AppendBulkString(r.b, s) }
 
 // BulkInt sends an integer as a bulk string, as SCAN's cursor.
-func (r *Reply) BulkInt(n int64) { r.b = redcon.AppendBulkInt(r.b, n) }
+func (r *reply) BulkInt(n int64) { r.b = redcon.AppendBulkInt(r.b, n) }
 
 // BulkUint sends an unsigned integer as a bulk string.
-func (r *Reply) BulkUint(n uint64) { r.b = redcon.AppendBulkUint(r.b, n) }
+func (r *reply) BulkUint(n uint64) { r.b = redcon.AppendBulkUint(r.b, n) }
 
 // BulkOrNull sends b, or the null bulk string when ok is false.
-func (r *Reply) BulkOrNull(b []byte, ok bool) {
+func (r *reply) BulkOrNull(b []byte, ok bool) {
 	if !ok {
 		r.Null()
 		return
@@ -69,16 +69,16 @@ func (r *Reply) BulkOrNull(b []byte, ok bool) {
 }
 
 // Null sends the RESP2 null bulk string, "$-1".
-func (r *Reply) Null() { r.b = redcon.AppendNull(r.b) }
+func (r *reply) Null() { r.b = redcon.AppendNull(r.b) }
 
 // NullArray sends the RESP2 null array, "*-1".
-func (r *Reply) NullArray() { r.b = append(r.b, "*-1\r\n"...) }
+func (r *reply) NullArray() { r.b = append(r.b, "*-1\r\n"...) }
 
 // Array starts an array of n elements; the caller sends them next.
-func (r *Reply) Array(n int) { r.b = redcon.AppendArray(r.b, n) }
+func (r *reply) Array(n int) { r.b = redcon.AppendArray(r.b, n) }
 
 // BulkStrings sends an array of bulk strings.
-func (r *Reply) BulkStrings(ss ...string) {
+func (r *reply) BulkStrings(ss ...string) {
 	r.Array(len(ss))
 	for _, s := range ss {
 		r.BulkString(s)
@@ -86,7 +86,7 @@ func (r *Reply) BulkStrings(ss ...string) {
 }
 
 // Len is the number of bytes waiting to be written.
-func (r *Reply) Len() int { return len(r.b) }
+func (r *reply) Len() int { return len(r.b) }
 
 // appendLine appends s with CR and LF replaced by spaces: an error or
 // status line must stay one line.

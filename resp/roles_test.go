@@ -104,9 +104,6 @@ func firstLine(t *testing.T, addr string, reqs ...[]string) string {
 		if i < len(reqs)-1 && line != "+OK" {
 			t.Fatalf("%v: %q", req, line)
 		}
-		if i < len(reqs)-1 {
-			continue
-		}
 	}
 	return line
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,126 +13,8 @@ import (
 	"github.com/tenure-db/tenure/kv"
 )
 
-// Server commands: INFO, COMMAND, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, TIME,
-// SHUTDOWN.
-
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace", "locks"}
-
-func cmdInfo(c *Conn, args [][]byte) {
-	want := map[string]bool{}
-	for _, a := range args[1:] {
-		switch s := strings.ToLower(string(a)); s {
-		case "all", "everything", "default":
-			for _, name := range infoSections {
-				want[name] = true
-			}
-		default:
-			want[s] = true
-		}
-	}
-	if len(want) == 0 {
-		for _, name := range infoSections {
-			want[name] = true
-		}
-	}
-	var b strings.Builder
-	for _, name := range infoSections {
-		if !want[name] {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
-		for _, f := range append(c.srv.info(name), c.srv.infoMore(name)...) {
-			b.WriteString(f[0] + ":" + f[1] + "\r\n")
-		}
-	}
-	c.out.BulkString(b.String())
-}
-
-// info is one INFO section as field/value pairs.
-func (s *Server) info(section string) [][2]string {
-	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
-	i := func(n int64) string { return strconv.FormatInt(n, 10) }
-	switch section {
-	case "server":
-		up := time.Since(s.start)
-		port := ""
-		if a := s.Addr(); a != nil {
-			if _, p, err := splitHostPort(a.String()); err == nil {
-				port = p
-			}
-		}
-		return [][2]string{
-			{"redis_version", RedisVersion},
-			{"tenure_version", Version},
-			{"redis_mode", "standalone"},
-			{"os", runtime.GOOS + " " + runtime.GOARCH},
-			{"arch_bits", "64"},
-			{"go_version", runtime.Version()},
-			{"process_id", strconv.Itoa(os.Getpid())},
-			{"tcp_port", port},
-			{"uptime_in_seconds", i(int64(up.Seconds()))},
-			{"uptime_in_days", i(int64(up.Hours() / 24))},
-		}
-	case "clients":
-		s.mu.Lock()
-		n := len(s.conns)
-		s.mu.Unlock()
-		return [][2]string{
-			{"connected_clients", strconv.Itoa(n)},
-			{"maxclients", i(s.maxClients.Load())},
-			{"blocked_clients", i(s.stats.blocked.Load())},
-		}
-	case "memory":
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return [][2]string{
-			{"used_memory", u(m.HeapAlloc)},
-			{"used_memory_human", humanBytes(m.HeapAlloc)},
-			{"used_memory_sys", u(m.Sys)},
-			{"go_heap_objects", u(m.HeapObjects)},
-			{"go_num_gc", u(uint64(m.NumGC))},
-		}
-	case "persistence":
-		st := s.store.Stats()
-		return [][2]string{
-			{"loading", "0"},
-			{"appendonly", "1"},
-			{"appendfsync", s.cfg.Fsync.String()},
-			{"disk_bytes", u(st.DiskUsage)},
-		}
-	case "stats":
-		st := s.store.Stats()
-		return [][2]string{
-			{"total_connections_received", i(s.stats.connectionsTotal.Load())},
-			{"total_commands_processed", i(s.stats.commandsTotal.Load())},
-			{"rejected_connections", i(s.stats.rejectedConns.Load())},
-			{"expired_keys", i(st.ExpiredTotal)},
-			{"auth_failures", i(s.stats.authFailures.Load())},
-		}
-	case "keyspace":
-		st := s.store.Stats()
-		if st.Keys == 0 {
-			return nil
-		}
-		return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", st.Keys, st.KeysWithExpiry)}}
-	case "locks":
-		st := s.locks.Stats()
-		return [][2]string{
-			{"epoch", u(st.Epoch)},
-			{"leases", i(int64(st.Leases))},
-			{"waiters", i(int64(st.Waiters))},
-			{"grants_total", u(st.GrantsTotal)},
-			{"renewals_total", u(st.RenewalsTotal)},
-			{"released_total", u(st.ReleasedTotal)},
-			{"expired_total", u(st.ExpiredTotal)},
-			{"revoked_total", u(st.RevokedTotal)},
-		}
-	}
-	return nil
-}
+// Server commands: COMMAND, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, TIME,
+// SHUTDOWN. INFO has info.go.
 
 func humanBytes(n uint64) string {
 	switch {
@@ -160,7 +40,7 @@ func splitHostPort(addr string) (string, string, error) {
 
 // cmdCommand is COMMAND alone; dispatch sends COMMAND with arguments to
 // its subcommands.
-func cmdCommand(c *Conn, args [][]byte) {
+func cmdCommand(c *conn, args [][]byte) {
 	names := c.srv.commandNames()
 	c.out.Array(len(names))
 	for _, n := range names {
@@ -168,12 +48,12 @@ func cmdCommand(c *Conn, args [][]byte) {
 	}
 }
 
-func cmdCommandCount(c *Conn, args [][]byte) { c.out.Int(int64(len(c.srv.table))) }
+func cmdCommandCount(c *conn, args [][]byte) { c.out.Int(int64(len(c.srv.table))) }
 
 // cmdCommandList is COMMAND LIST [FILTERBY MODULE m|ACLCAT c|PATTERN p]:
 // every command and subcommand by its full name, as Redis 7 lists them.
-// Commands here belong to no module and no ACL category.
-func cmdCommandList(c *Conn, args [][]byte) {
+// commands here belong to no module and no ACL category.
+func cmdCommandList(c *conn, args [][]byte) {
 	var pattern string
 	filtered := false
 	for i := 2; i < len(args); i++ {
@@ -205,7 +85,7 @@ func cmdCommandList(c *Conn, args [][]byte) {
 	c.out.BulkStrings(names...)
 }
 
-func subcommandNames(cmd *Command) []string {
+func subcommandNames(cmd *command) []string {
 	var names []string
 	for _, s := range sortedNames(cmd.Subcommands) {
 		names = append(names, cmd.Subcommands[s].Name)
@@ -213,7 +93,7 @@ func subcommandNames(cmd *Command) []string {
 	return names
 }
 
-func cmdCommandHelp(c *Conn, args [][]byte) {
+func cmdCommandHelp(c *conn, args [][]byte) {
 	c.out.BulkStrings(
 		"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"(no subcommand)", "    Return details about all commands.",
@@ -225,7 +105,7 @@ func cmdCommandHelp(c *Conn, args [][]byte) {
 	)
 }
 
-func cmdCommandInfo(c *Conn, args [][]byte) {
+func cmdCommandInfo(c *conn, args [][]byte) {
 	if len(args) == 2 {
 		cmdCommand(c, args[:1])
 		return
@@ -240,8 +120,8 @@ func cmdCommandInfo(c *Conn, args [][]byte) {
 	}
 }
 
-func cmdCommandDocs(c *Conn, args [][]byte) {
-	var cmds []*Command
+func cmdCommandDocs(c *conn, args [][]byte) {
+	var cmds []*command
 	if len(args) == 2 {
 		for _, n := range c.srv.commandNames() {
 			cmds = append(cmds, c.srv.table[n])
@@ -260,7 +140,7 @@ func cmdCommandDocs(c *Conn, args [][]byte) {
 	}
 }
 
-func (c *Conn) writeCommandDocs(cmd *Command) {
+func (c *conn) writeCommandDocs(cmd *command) {
 	n := 6 + 2*docsExtraFields(cmd)
 	if cmd.Subcommands != nil {
 		n += 2
@@ -271,7 +151,7 @@ func (c *Conn) writeCommandDocs(cmd *Command) {
 	c.out.BulkString("since")
 	c.out.BulkString(cmp.Or(cmd.Since, "1.0.0"))
 	c.out.BulkString("group")
-	c.out.BulkString(commandGroup(cmd))
+	c.out.BulkString(cmd.Group)
 	c.writeDocsExtra(cmd) // complexity, arguments: see docs.go
 	if cmd.Subcommands != nil {
 		c.out.BulkString("subcommands")
@@ -290,24 +170,8 @@ func globMatch(pattern, name string) bool {
 	return kv.Match([]byte(strings.ToLower(pattern)), []byte(strings.ToLower(name)))
 }
 
-func commandGroup(cmd *Command) string {
-	name, _, _ := strings.Cut(cmd.Name, "|")
-	if strings.HasPrefix(name, "lock.") {
-		return "module"
-	}
-	switch name {
-	case "ping", "echo", "hello", "auth", "quit", "select", "reset", "client":
-		return "connection"
-	case "info", "command", "config", "dbsize", "flushdb", "flushall", "time", "shutdown":
-		return "server"
-	case "del", "unlink", "exists", "expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "persist", "type", "keys", "scan", "rename", "renamenx":
-		return "generic"
-	}
-	return "string"
-}
-
 // lookupPath finds "name" or "name|sub".
-func lookupPath(table map[string]*Command, path []byte) *Command {
+func lookupPath(table map[string]*command, path []byte) *command {
 	name, sub, hasSub := strings.Cut(strings.ToLower(string(path)), "|")
 	cmd := table[name]
 	if cmd == nil || !hasSub {
@@ -317,7 +181,7 @@ func lookupPath(table map[string]*Command, path []byte) *Command {
 }
 
 // writeCommandInfo writes Redis 7's ten-element COMMAND INFO entry.
-func (c *Conn) writeCommandInfo(cmd *Command) {
+func (c *conn) writeCommandInfo(cmd *command) {
 	c.out.Array(10)
 	c.out.BulkString(cmd.Name)
 	c.out.Int(int64(cmd.Arity))
@@ -331,7 +195,7 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 		flags = append(flags, "admin")
 	}
 	for _, f := range []struct {
-		flag Flags
+		flag commandFlags
 		name string
 	}{{FlagNoAuth, "noauth"}, {FlagBlocking, "blocking"}, {FlagFast, "fast"}} {
 		if cmd.Flags&f.flag != 0 {
@@ -357,7 +221,7 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 
 func (s *Server) commandNames() []string { return sortedNames(s.table) }
 
-func sortedNames(m map[string]*Command) []string {
+func sortedNames(m map[string]*command) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)
@@ -386,8 +250,8 @@ func (s *Server) configValues() [][2]string {
 		{"appendfsync", s.cfg.Fsync.String()},
 		{"save", ""},
 		{"databases", "1"},
-		{"maxclients", strconv.FormatInt(s.maxClients.Load(), 10)},
-		{"proto-max-bulk-len", strconv.FormatInt(s.cfg.Limits.MaxBulkLen, 10)},
+		{"maxclients", itoa(s.maxClients.Load())},
+		{"proto-max-bulk-len", itoa(s.cfg.Limits.MaxBulkLen)},
 		{"timeout", "0"},
 		{"loglevel", level},
 	}
@@ -397,7 +261,7 @@ func (s *Server) configValues() [][2]string {
 // it: a name without glob characters is looked up in any case and answered
 // as the client spelled it; a pattern matches names in any case; each
 // setting is answered once.
-func cmdConfigGet(c *Conn, args [][]byte) {
+func cmdConfigGet(c *conn, args [][]byte) {
 	values := c.srv.configValues()
 	var out []string
 	seen := map[string]bool{}
@@ -425,7 +289,7 @@ func cmdConfigGet(c *Conn, args [][]byte) {
 
 // cmdConfigSet is CONFIG SET name value [name value ...]: every pair is
 // checked before any is applied, as Redis does.
-func cmdConfigSet(c *Conn, args [][]byte) {
+func cmdConfigSet(c *conn, args [][]byte) {
 	if len(args)%2 != 0 {
 		c.syntaxError()
 		return
@@ -483,7 +347,7 @@ func cmdConfigSet(c *Conn, args [][]byte) {
 	c.out.OK()
 }
 
-func cmdConfigResetStat(c *Conn, args [][]byte) {
+func cmdConfigResetStat(c *conn, args [][]byte) {
 	st := &c.srv.stats
 	st.connectionsTotal.Store(0)
 	st.commandsTotal.Store(0)
@@ -495,7 +359,7 @@ func cmdConfigResetStat(c *Conn, args [][]byte) {
 	c.out.OK()
 }
 
-func cmdConfigHelp(c *Conn, args [][]byte) {
+func cmdConfigHelp(c *conn, args [][]byte) {
 	c.out.BulkStrings(
 		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
@@ -505,7 +369,7 @@ func cmdConfigHelp(c *Conn, args [][]byte) {
 	)
 }
 
-func cmdDBSize(c *Conn, args [][]byte) {
+func cmdDBSize(c *conn, args [][]byte) {
 	n, err := c.srv.store.DBSize()
 	if err != nil {
 		c.storeError(err)
@@ -515,7 +379,7 @@ func cmdDBSize(c *Conn, args [][]byte) {
 }
 
 // cmdFlushAll empties the keyspace. Leases are not keys: they stay.
-func cmdFlushAll(c *Conn, args [][]byte) {
+func cmdFlushAll(c *conn, args [][]byte) {
 	if len(args) > 2 || (len(args) == 2 && !strings.EqualFold(string(args[1]), "async") && !strings.EqualFold(string(args[1]), "sync")) {
 		c.syntaxError()
 		return
@@ -527,7 +391,7 @@ func cmdFlushAll(c *Conn, args [][]byte) {
 	c.out.OK()
 }
 
-func cmdTime(c *Conn, args [][]byte) {
+func cmdTime(c *conn, args [][]byte) {
 	now := time.Now()
 	c.out.Array(2)
 	c.out.BulkInt(now.Unix())
@@ -538,7 +402,7 @@ func cmdTime(c *Conn, args [][]byte) {
 // sends no reply: the connection just closes. There is nothing to save:
 // every write is already in the store, so SAVE and NOSAVE change nothing,
 // but their combinations are checked as Redis checks them.
-func cmdShutdown(c *Conn, args [][]byte) {
+func cmdShutdown(c *conn, args [][]byte) {
 	var save, noSave, abort, other bool
 	for _, a := range args[1:] {
 		switch strings.ToLower(string(a)) {

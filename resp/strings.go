@@ -15,7 +15,7 @@ import (
 
 // storeError answers an error from the store: Redis's texts for Redis's
 // errors, FENCED for LOCK-12, and ERR for a failing disk.
-func (c *Conn) storeError(err error) {
+func (c *conn) storeError(err error) {
 	for _, e := range []error{
 		kv.ErrNotInteger, kv.ErrNotFloat, kv.ErrOverflow, kv.ErrNaN, kv.ErrNoSuchKey,
 		kv.ErrTooLarge, kv.ErrOffsetOutOfRange,
@@ -129,7 +129,7 @@ func parseFence(b []byte) (uint64, bool) {
 	return parseDigits(b)
 }
 
-func cmdGet(c *Conn, args [][]byte) {
+func cmdGet(c *conn, args [][]byte) {
 	v, ok, err := c.srv.store.Get(args[1])
 	if err != nil {
 		c.storeError(err)
@@ -142,7 +142,7 @@ func cmdGet(c *Conn, args [][]byte) {
 // [FENCE f], with Redis's order of checks: options first (a syntax error),
 // then the expiry's value, then the fence's. With FENCE, LOCK-12: a key
 // that remembers a larger fence is not written.
-func cmdSet(c *Conn, args [][]byte) {
+func cmdSet(c *conn, args [][]byte) {
 	var (
 		o       kv.SetOptions
 		exp     expiryOpts
@@ -199,7 +199,7 @@ func cmdSet(c *Conn, args [][]byte) {
 	}
 }
 
-func cmdSetNX(c *Conn, args [][]byte) {
+func cmdSetNX(c *conn, args [][]byte) {
 	res, err := c.srv.store.Set(args[1], args[2], kv.SetOptions{NX: true})
 	if err != nil {
 		c.storeError(err)
@@ -208,10 +208,10 @@ func cmdSetNX(c *Conn, args [][]byte) {
 	c.out.Bool(res.Written)
 }
 
-func cmdSetEX(c *Conn, args [][]byte)  { setWithExpiry(c, args, "ex", "setex") }
-func cmdPSetEX(c *Conn, args [][]byte) { setWithExpiry(c, args, "px", "psetex") }
+func cmdSetEX(c *conn, args [][]byte)  { setWithExpiry(c, args, "ex", "setex") }
+func cmdPSetEX(c *conn, args [][]byte) { setWithExpiry(c, args, "px", "psetex") }
 
-func setWithExpiry(c *Conn, args [][]byte, unit, name string) {
+func setWithExpiry(c *conn, args [][]byte, unit, name string) {
 	at, msg := expiryArg(unit, args[2], name)
 	if msg != "" {
 		c.out.Err(msg)
@@ -224,7 +224,7 @@ func setWithExpiry(c *Conn, args [][]byte, unit, name string) {
 	c.out.OK()
 }
 
-func cmdGetSet(c *Conn, args [][]byte) {
+func cmdGetSet(c *conn, args [][]byte) {
 	res, err := c.srv.store.Set(args[1], args[2], kv.SetOptions{Get: true})
 	if err != nil {
 		c.storeError(err)
@@ -233,7 +233,7 @@ func cmdGetSet(c *Conn, args [][]byte) {
 	c.out.BulkOrNull(res.Old, res.OldExists)
 }
 
-func cmdGetDel(c *Conn, args [][]byte) {
+func cmdGetDel(c *conn, args [][]byte) {
 	v, ok, err := c.srv.store.GetDel(args[1])
 	if err != nil {
 		c.storeError(err)
@@ -245,7 +245,7 @@ func cmdGetDel(c *Conn, args [][]byte) {
 // cmdGetEx is GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]. As in Redis,
 // the expiry's value is checked only when the key exists: a missing key
 // is answered null whatever the value.
-func cmdGetEx(c *Conn, args [][]byte) {
+func cmdGetEx(c *conn, args [][]byte) {
 	var exp expiryOpts
 	for i := 2; i < len(args); i++ {
 		n := exp.parse(args, i, false)
@@ -276,7 +276,7 @@ func cmdGetEx(c *Conn, args [][]byte) {
 	c.out.BulkOrNull(v, ok)
 }
 
-func cmdMGet(c *Conn, args [][]byte) {
+func cmdMGet(c *conn, args [][]byte) {
 	vals, err := c.srv.store.MGet(args[1:])
 	if err != nil {
 		c.storeError(err)
@@ -288,7 +288,7 @@ func cmdMGet(c *Conn, args [][]byte) {
 	}
 }
 
-func cmdMSet(c *Conn, args [][]byte) {
+func cmdMSet(c *conn, args [][]byte) {
 	if len(args)%2 == 0 {
 		c.wrongArity("mset")
 		return
@@ -300,7 +300,7 @@ func cmdMSet(c *Conn, args [][]byte) {
 	c.out.OK()
 }
 
-func cmdMSetNX(c *Conn, args [][]byte) {
+func cmdMSetNX(c *conn, args [][]byte) {
 	if len(args)%2 == 0 {
 		c.wrongArity("msetnx")
 		return
@@ -313,10 +313,10 @@ func cmdMSetNX(c *Conn, args [][]byte) {
 	c.out.Bool(ok)
 }
 
-func cmdIncr(c *Conn, args [][]byte) { incrBy(c, args[1], 1) }
-func cmdDecr(c *Conn, args [][]byte) { incrBy(c, args[1], -1) }
+func cmdIncr(c *conn, args [][]byte) { incrBy(c, args[1], 1) }
+func cmdDecr(c *conn, args [][]byte) { incrBy(c, args[1], -1) }
 
-func cmdIncrBy(c *Conn, args [][]byte) {
+func cmdIncrBy(c *conn, args [][]byte) {
 	n, ok := parseInt(args[2])
 	if !ok {
 		c.out.Err(errNotInteger)
@@ -325,7 +325,7 @@ func cmdIncrBy(c *Conn, args [][]byte) {
 	incrBy(c, args[1], n)
 }
 
-func cmdDecrBy(c *Conn, args [][]byte) {
+func cmdDecrBy(c *conn, args [][]byte) {
 	n, ok := parseInt(args[2])
 	if !ok {
 		c.out.Err(errNotInteger)
@@ -338,7 +338,7 @@ func cmdDecrBy(c *Conn, args [][]byte) {
 	incrBy(c, args[1], -n)
 }
 
-func incrBy(c *Conn, key []byte, delta int64) {
+func incrBy(c *conn, key []byte, delta int64) {
 	n, err := c.srv.store.IncrBy(key, delta)
 	if err != nil {
 		c.storeError(err)
@@ -347,7 +347,7 @@ func incrBy(c *Conn, key []byte, delta int64) {
 	c.out.Int(n)
 }
 
-func cmdIncrByFloat(c *Conn, args [][]byte) {
+func cmdIncrByFloat(c *conn, args [][]byte) {
 	// Read as the stored value is read; "inf" is a float here too, and the
 	// sum then fails as NaN or Infinity, as in Redis.
 	d, ok := kv.ParseFloat(args[2])
@@ -363,7 +363,7 @@ func cmdIncrByFloat(c *Conn, args [][]byte) {
 	c.out.Bulk(v)
 }
 
-func cmdAppend(c *Conn, args [][]byte) {
+func cmdAppend(c *conn, args [][]byte) {
 	n, err := c.srv.store.Append(args[1], args[2])
 	if err != nil {
 		c.storeError(err)
@@ -372,7 +372,7 @@ func cmdAppend(c *Conn, args [][]byte) {
 	c.out.Int(n)
 }
 
-func cmdStrLen(c *Conn, args [][]byte) {
+func cmdStrLen(c *conn, args [][]byte) {
 	n, err := c.srv.store.StrLen(args[1])
 	if err != nil {
 		c.storeError(err)
@@ -381,7 +381,7 @@ func cmdStrLen(c *Conn, args [][]byte) {
 	c.out.Int(n)
 }
 
-func cmdGetRange(c *Conn, args [][]byte) {
+func cmdGetRange(c *conn, args [][]byte) {
 	start, ok1 := parseInt(args[2])
 	end, ok2 := parseInt(args[3])
 	if !ok1 || !ok2 {
@@ -396,7 +396,7 @@ func cmdGetRange(c *Conn, args [][]byte) {
 	c.out.Bulk(v)
 }
 
-func cmdSetRange(c *Conn, args [][]byte) {
+func cmdSetRange(c *conn, args [][]byte) {
 	off, ok := parseInt(args[2])
 	if !ok {
 		c.out.Err(errNotInteger)

@@ -28,87 +28,92 @@ func (r Role) String() string {
 	return "none"
 }
 
-// Flags describe a command for COMMAND INFO and for dispatch.
-type Flags uint16
+// commandFlags describe a command for COMMAND INFO and for dispatch.
+type commandFlags uint16
 
 const (
-	FlagNoAuth   Flags = 1 << iota // may run before authentication
-	FlagBlocking                   // may block its connection (LOCK.HOLD)
-	FlagFast                       // O(1) or O(log N)
-	FlagLoading                    // allowed while loading
+	FlagNoAuth   commandFlags = 1 << iota // may run before authentication
+	FlagBlocking                          // may block its connection (LOCK.HOLD)
+	FlagFast                              // O(1) or O(log N)
+	FlagLoading                           // allowed while loading
 	FlagStale
 )
 
-// Command is one row of the command table, as in Redis's commands/*.json:
+// command is one row of the command table, as in Redis's commands/*.json:
 // arity and role are checked once, in dispatch, never in handlers.
-type Command struct {
+type command struct {
 	Name  string // lowercase; "client|list" for a subcommand
 	Arity int    // exact when positive, a minimum when negative; counts the name
 	Role  Role   // the least role that may run it
-	Flags Flags
+	Flags commandFlags
 	// FirstKey, LastKey and Step locate key arguments, for COMMAND INFO.
 	FirstKey, LastKey, Step int
-	Handler                 func(c *Conn, args [][]byte)
+	Handler                 func(c *conn, args [][]byte)
 	// Subcommands, when set, dispatch on args[1] (CLIENT, CONFIG, COMMAND).
-	Subcommands map[string]*Command
+	Subcommands map[string]*command
 	Summary     string
+	// Group is the family COMMAND DOCS names ("connection", "string", …),
+	// the section of commandTable the row is added in.
+	Group string
 
 	// For COMMAND DOCS, so that redis-cli shows hints: the version that
 	// brought the command ("1.0.0" when empty), its cost, its arguments.
 	Since      string
 	Complexity string
-	Args       []Arg
+	Args       []arg
 
 	metrics *commandMetrics // set by Open: this server's counters for the row
 }
 
-// Arg is one argument of a command as COMMAND DOCS describes it, in the
+// arg is one argument of a command as COMMAND DOCS describes it, in the
 // shape of Redis's commands/*.json.
-type Arg struct {
+type arg struct {
 	Name     string
 	Type     string // "key", "string", "integer", "pure-token", "oneof", "block"
 	Token    string // the word before the value, as in TTL ms
 	Optional bool
 	Multiple bool
-	Args     []Arg // of a oneof or block
+	Args     []arg // of a oneof or block
 }
 
 // docs sets a row's COMMAND DOCS fields.
-func docs(since, complexity string, args ...Arg) func(*Command) {
-	return func(c *Command) { c.Since, c.Complexity, c.Args = since, complexity, args }
+func docs(since, complexity string, args ...arg) func(*command) {
+	return func(c *command) { c.Since, c.Complexity, c.Args = since, complexity, args }
 }
 
-// Helpers for Arg lists.
-func argString(name string) Arg { return Arg{Name: name, Type: "string"} }
-func argOption(token, name string) Arg {
-	return Arg{Name: name, Type: "integer", Token: token, Optional: true}
+// Helpers for arg lists.
+func argString(name string) arg { return arg{Name: name, Type: "string"} }
+func argOption(token, name string) arg {
+	return arg{Name: name, Type: "integer", Token: token, Optional: true}
 }
 
 // keys is a helper for table rows: key positions for COMMAND INFO.
-func keys(first, last, step int) func(*Command) {
-	return func(c *Command) { c.FirstKey, c.LastKey, c.Step = first, last, step }
+func keys(first, last, step int) func(*command) {
+	return func(c *command) { c.FirstKey, c.LastKey, c.Step = first, last, step }
 }
 
 // commandTable builds the table. Adding a command touches this list and
 // the handler's file, nothing else.
-func commandTable() map[string]*Command {
-	t := map[string]*Command{}
-	add := func(name string, arity int, role Role, flags Flags, h func(*Conn, [][]byte), summary string, opts ...func(*Command)) *Command {
-		c := &Command{Name: name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary}
+func commandTable() map[string]*command {
+	t := map[string]*command{}
+	var group string // the family of the rows that follow
+	add := func(name string, arity int, role Role, flags commandFlags, h func(*conn, [][]byte), summary string, opts ...func(*command)) *command {
+		c := &command{Name: name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary, Group: group}
 		for _, o := range opts {
 			o(c)
 		}
 		t[name] = c
 		return c
 	}
-	sub := func(parent *Command, name string, arity int, role Role, flags Flags, h func(*Conn, [][]byte), summary string) {
+	sub := func(parent *command, name string, arity int, role Role, flags commandFlags, h func(*conn, [][]byte), summary string) {
 		if parent.Subcommands == nil {
-			parent.Subcommands = map[string]*Command{}
+			parent.Subcommands = map[string]*command{}
 		}
-		parent.Subcommands[name] = &Command{Name: parent.Name + "|" + name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary}
+		parent.Subcommands[name] = &command{Name: parent.Name + "|" + name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary, Group: parent.Group}
 	}
 
 	// connection: resp/connection.go
+	group = "connection"
 	add("ping", -1, RoleRead, FlagNoAuth|FlagFast, cmdPing, "Returns the server's liveliness response.")
 	add("echo", 2, RoleRead, FlagFast, cmdEcho, "Returns the given string.")
 	add("hello", -1, RoleRead, FlagNoAuth|FlagFast, cmdHello, "Handshakes with the server (protocol 2 only).")
@@ -128,7 +133,8 @@ func commandTable() map[string]*Command {
 	sub(client, "kill", -3, RoleAdmin, 0, cmdClientKill, "Terminates open connections.")
 	sub(client, "help", 2, RoleRead, 0, cmdClientHelp, "Returns helpful text about the different subcommands.")
 
-	// server: resp/server_cmds.go
+	// server: resp/server.go, resp/info.go
+	group = "server"
 	add("info", -1, RoleRead, 0, cmdInfo, "Returns information and statistics about the server.")
 	command := add("command", -1, RoleRead, 0, cmdCommand, "Returns detailed information about all commands.")
 	sub(command, "count", 2, RoleRead, 0, cmdCommandCount, "Returns a count of commands.")
@@ -148,6 +154,7 @@ func commandTable() map[string]*Command {
 	add("shutdown", -1, RoleAdmin, 0, cmdShutdown, "Stops the server cleanly.")
 
 	// strings: resp/strings.go
+	group = "string"
 	add("get", 2, RoleRead, FlagFast, cmdGet, "Returns the string value of a key.", keys(1, 1, 1))
 	add("set", -3, RoleWrite, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1))
 	add("setnx", 3, RoleWrite, FlagFast, cmdSetNX, "Set the string value of a key only when the key doesn't exist.", keys(1, 1, 1))
@@ -170,6 +177,7 @@ func commandTable() map[string]*Command {
 	add("setrange", 4, RoleWrite, 0, cmdSetRange, "Overwrites a part of a string value with another by an offset.", keys(1, 1, 1))
 
 	// keys: resp/keys.go
+	group = "generic"
 	add("del", -2, RoleWrite, 0, cmdDel, "Deletes one or more keys.", keys(1, -1, 1))
 	add("unlink", -2, RoleWrite, FlagFast, cmdDel, "Asynchronously deletes one or more keys.", keys(1, -1, 1))
 	add("exists", -2, RoleRead, FlagFast, cmdExists, "Determines whether one or more keys exist.", keys(1, -1, 1))
@@ -187,6 +195,7 @@ func commandTable() map[string]*Command {
 	add("renamenx", 3, RoleWrite, FlagFast, cmdRenameNX, "Renames a key only when the target key name doesn't exist.", keys(1, 2, 1))
 
 	// locks: resp/locks.go
+	group = "module"
 	add("lock.hold", -4, RoleWrite, FlagBlocking, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.",
 		docs(Version, "O(log N) where N is the number of leases and places in line.",
 			argString("lock"), argString("key"), argString("reqid"),
@@ -205,16 +214,16 @@ func commandTable() map[string]*Command {
 	return t
 }
 
-// Commands lists every row of the command table, subcommands included,
+// commands lists every row of the command table, subcommands included,
 // sorted by name: for COMMAND-like tooling and for the role matrix test.
-func Commands() []*Command {
-	var list []*Command
+func commands() []*command {
+	var list []*command
 	for _, c := range commandTable() {
 		list = append(list, c)
 		for _, s := range c.Subcommands {
 			list = append(list, s)
 		}
 	}
-	slices.SortFunc(list, func(a, b *Command) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(list, func(a, b *command) int { return strings.Compare(a.Name, b.Name) })
 	return list
 }

@@ -1,0 +1,128 @@
+package resp
+
+import (
+	"bytes"
+	"strings"
+	"time"
+)
+
+// Dispatch: a request's name is looked up in the command table, its arity
+// and the connection's role are checked here, once, and only then does the
+// handler run. Handlers never check either.
+
+// exec runs one request and counts it, by the row that answered and by
+// its reply's code word (see metrics.done).
+func (c *conn) exec(args [][]byte) {
+	start := time.Now()
+	mark := c.out.Len()
+	c.srv.stats.commandsTotal.Add(1)
+	cmd := c.dispatch(args)
+	reply := c.out.b[mark:]
+	if len(reply) > 0 && reply[0] == '-' {
+		c.srv.stats.errorReplies.Add(1)
+	}
+	c.srv.metrics.done(cmd, start, reply)
+}
+
+// dispatch looks a request up in the command table and checks arity and
+// role once, here, before its handler runs. It returns the row that
+// answered, nil for an unknown command.
+func (c *conn) dispatch(args [][]byte) *command {
+	cmd := lookup(c.srv.table, args[0])
+	if cmd == nil {
+		c.out.Err(unknownCommand(args))
+		return nil
+	}
+	if !arityOK(cmd.Arity, len(args)) {
+		c.wrongArity(cmd.Name)
+		return cmd
+	}
+	// A container with arity -1 (COMMAND) runs its own handler when no
+	// subcommand is named, as Redis does.
+	if cmd.Subcommands != nil && len(args) > 1 {
+		sub := lookup(cmd.Subcommands, args[1])
+		if sub == nil {
+			c.out.Err("unknown subcommand '" + cut128(args[1]) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
+			return cmd
+		}
+		if !arityOK(sub.Arity, len(args)) {
+			c.wrongArity(sub.Name)
+			return sub
+		}
+		cmd = sub
+	}
+	// Before AUTH only FlagNoAuth commands run, whatever a row's Role says,
+	// so a row added without thought is closed, not open.
+	switch {
+	case c.role == RoleNone && cmd.Flags&FlagNoAuth == 0:
+		c.out.Error("NOAUTH", "Authentication required.")
+		return cmd
+	case c.role != RoleNone && c.role < cmd.Role:
+		c.out.Error("NOPERM", "this user has no permissions to run the '"+cmd.Name+"' command")
+		return cmd
+	}
+	c.lastCmd.Store(cmd)
+	cmd.Handler(c, args)
+	return cmd
+}
+
+func arityOK(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
+}
+
+// unknownCommand is Redis's text, args quoted and cut to about 128 bytes.
+// Like Redis's "%.128s" it counts bytes, not characters.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	for _, a := range args[1:] {
+		if b.Len() >= 128 {
+			break
+		}
+		n := 128 - b.Len()
+		b.WriteByte('\'')
+		b.WriteString(cString(a, n))
+		b.WriteString("' ")
+	}
+	return "unknown command '" + cut128(args[0]) + "', with args beginning with: " + b.String()
+}
+
+// cut128 is an argument as Redis's "%.128s" prints it.
+func cut128(b []byte) string { return cString(b, 128) }
+
+// cString is b as C's "%.*s" prints it: up to the first NUL, at most n
+// bytes.
+func cString(b []byte, n int) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b[:min(len(b), n)])
+}
+
+// wrongArity is Redis's text for a request with too few or too many
+// arguments, spelled here only.
+func (c *conn) wrongArity(name string) {
+	c.out.Err("wrong number of arguments for '" + name + "' command")
+}
+
+func (c *conn) syntaxError() { c.out.Err("syntax error") }
+
+// lookup finds a command by name, in any case, without allocating.
+func lookup(table map[string]*command, name []byte) *command {
+	if c, ok := table[string(name)]; ok {
+		return c
+	}
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return table[string(buf[:len(name)])]
+}
