@@ -292,51 +292,47 @@ func cmdClientKill(c *conn, args [][]byte) {
 		hasUser             bool
 		skipMe              = true
 	)
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.syntaxError()
-			return
-		}
-		v := args[i+1]
-		switch strings.ToLower(string(args[i])) {
-		case "id":
+	msg := parseOptions(args[2:],
+		opt{name: "id", value: true, set: func(v []byte) string {
 			n, ok := parseInt(v)
 			if !ok || n <= 0 {
-				c.out.Err("client-id should be greater than 0")
-				return
+				return "client-id should be greater than 0"
 			}
 			id = n
-		case "type":
+			return ""
+		}},
+		opt{name: "type", value: true, set: func(v []byte) string {
 			t, ok := clientType(v)
 			if !ok {
-				c.out.Err("Unknown client type '" + cString(v, len(v)) + "'")
-				return
+				return "Unknown client type '" + cString(v, len(v)) + "'"
 			}
 			typ = t
-		case "addr":
-			addr = string(v)
-		case "laddr":
-			laddr = string(v)
-		case "user":
+			return ""
+		}},
+		opt{name: "addr", value: true, set: func(v []byte) string { addr = string(v); return "" }},
+		opt{name: "laddr", value: true, set: func(v []byte) string { laddr = string(v); return "" }},
+		opt{name: "user", value: true, set: func(v []byte) string {
 			if !c.srv.users.exists(string(v)) {
-				c.out.Err("No such user '" + cString(v, len(v)) + "'")
-				return
+				return "No such user '" + cString(v, len(v)) + "'"
 			}
 			u, hasUser = string(v), true
-		case "skipme":
+			return ""
+		}},
+		opt{name: "skipme", value: true, set: func(v []byte) string {
 			switch strings.ToLower(string(v)) {
 			case "yes":
 				skipMe = true
 			case "no":
 				skipMe = false
 			default:
-				c.syntaxError()
-				return
+				return errSyntax
 			}
-		default:
-			c.syntaxError()
-			return
-		}
+			return ""
+		}},
+	)
+	if msg != "" {
+		c.out.Err(msg)
+		return
 	}
 	var killed int64
 	for _, o := range c.srv.connections() {

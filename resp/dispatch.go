@@ -107,7 +107,7 @@ func (c *conn) wrongArity(name string) {
 	c.out.Err("wrong number of arguments for '" + name + "' command")
 }
 
-func (c *conn) syntaxError() { c.out.Err("syntax error") }
+func (c *conn) syntaxError() { c.out.Err(errSyntax) }
 
 // lookup finds a command by name, in any case, without allocating.
 func lookup(table map[string]*command, name []byte) *command {

@@ -159,31 +159,17 @@ func cmdScan(c *conn, args [][]byte) {
 		typ     string
 		count   = 10
 	)
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.syntaxError()
-			return
-		}
-		switch option(args[i]) {
-		case "match":
-			pattern = args[i+1]
-		case "count":
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				c.out.Err(errNotInteger)
-				return
-			}
-			if n < 1 {
-				c.syntaxError()
-				return
-			}
-			count = int(min(n, 1<<20))
-		case "type":
-			typ = strings.ToLower(string(args[i+1]))
-		default:
-			c.syntaxError()
-			return
-		}
+	msg := parseRedisOptions(args[2:],
+		opt{name: "match", value: true, set: func(v []byte) string { pattern = v; return "" }},
+		opt{name: "count", value: true, set: func(v []byte) (msg string) {
+			count, msg = countArg(v)
+			return msg
+		}},
+		opt{name: "type", value: true, set: func(v []byte) string { typ = strings.ToLower(string(v)); return "" }},
+	)
+	if msg != "" {
+		c.out.Err(msg)
+		return
 	}
 	next, keys, err := c.srv.store.Scan(cursor, pattern, count, typ)
 	if err != nil {
@@ -196,6 +182,19 @@ func cmdScan(c *conn, args [][]byte) {
 	for _, k := range keys {
 		c.out.Bulk(k)
 	}
+}
+
+// countArg is the COUNT of SCAN and LOCK.LIST: an integer, at least 1 (0
+// is a syntax error, as Redis answers it), at most 1<<20 in effect.
+func countArg(v []byte) (int, string) {
+	n, ok := parseInt(v)
+	if !ok {
+		return 0, errNotInteger
+	}
+	if n < 1 {
+		return 0, errSyntax
+	}
+	return int(min(n, 1<<20)), ""
 }
 
 func cmdRename(c *conn, args [][]byte) {

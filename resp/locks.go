@@ -3,7 +3,6 @@ package resp
 import (
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -75,32 +74,24 @@ func cmdLockHold(c *conn, args [][]byte) {
 		return
 	}
 	req := lockmod.HoldRequest{Lock: argView(lock), Key: argView(key), ReqID: argView(reqid), TTL: 10 * time.Second}
-	var seen [3]bool
-	for i := 4; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.syntaxError()
-			return
-		}
-		var msg string
-		switch opt := argView(args[i]); {
-		case strings.EqualFold(opt, "ttl") && !seen[0]:
-			seen[0] = true
-			req.TTL, msg = msArg("ttl", args[i+1], minTTL, maxTTL)
-		case strings.EqualFold(opt, "wait") && !seen[1]:
-			seen[1] = true
-			req.Wait, msg = msArg("wait", args[i+1], 0, maxWait)
+	msg := parseOptions(args[4:],
+		opt{name: "ttl", value: true, once: true, set: func(v []byte) (msg string) {
+			req.TTL, msg = msArg("ttl", v, minTTL, maxTTL)
+			return msg
+		}},
+		opt{name: "wait", value: true, once: true, set: func(v []byte) (msg string) {
+			req.Wait, msg = msArg("wait", v, 0, maxWait)
 			req.HasWait = true
-		case strings.EqualFold(opt, "maxhold") && !seen[2]:
-			seen[2] = true
-			req.MaxHold, msg = msArg("maxhold", args[i+1], minMaxHold, maxMaxHold)
-		default:
-			c.syntaxError()
-			return
-		}
-		if msg != "" {
-			c.out.Err(msg)
-			return
-		}
+			return msg
+		}},
+		opt{name: "maxhold", value: true, once: true, set: func(v []byte) (msg string) {
+			req.MaxHold, msg = msArg("maxhold", v, minMaxHold, maxMaxHold)
+			return msg
+		}},
+	)
+	if msg != "" {
+		c.out.Err(msg)
+		return
 	}
 	t := c.srv.locks.Hold(req)
 	select {
@@ -144,20 +135,12 @@ func cmdLockHold(c *conn, args [][]byte) {
 // cmdLockRenew is LOCK.RENEW leaseid [TTL ms].
 func cmdLockRenew(c *conn, args [][]byte) {
 	var ttl time.Duration
-	switch len(args) {
-	case 2:
-	case 4:
-		if !strings.EqualFold(string(args[2]), "ttl") {
-			c.syntaxError()
-			return
-		}
-		var msg string
-		if ttl, msg = msArg("ttl", args[3], minTTL, maxTTL); msg != "" {
-			c.out.Err(msg)
-			return
-		}
-	default:
-		c.syntaxError()
+	msg := parseOptions(args[2:], opt{name: "ttl", value: true, once: true, set: func(v []byte) (msg string) {
+		ttl, msg = msArg("ttl", v, minTTL, maxTTL)
+		return msg
+	}})
+	if msg != "" {
+		c.out.Err(msg)
 		return
 	}
 	left, err := c.srv.locks.Renew(string(args[1]), ttl)
@@ -203,38 +186,24 @@ func cmdLockList(c *conn, args [][]byte) {
 	var (
 		cursor uint64
 		count  = lockmod.DefaultListCount
-		seen   [2]bool
 	)
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			c.syntaxError()
-			return
-		}
-		switch opt := strings.ToLower(string(args[i])); {
-		case opt == "cursor" && !seen[0]:
-			seen[0] = true
-			n, err := strconv.ParseUint(string(args[i+1]), 10, 64)
+	msg := parseOptions(args[2:],
+		opt{name: "cursor", value: true, once: true, set: func(v []byte) string {
+			n, err := strconv.ParseUint(string(v), 10, 64)
 			if err != nil {
-				c.out.Err("invalid cursor")
-				return
+				return "invalid cursor"
 			}
 			cursor = n
-		case opt == "count" && !seen[1]:
-			seen[1] = true
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				c.out.Err(errNotInteger)
-				return
-			}
-			if n < 1 {
-				c.syntaxError() // as SCAN answers COUNT 0
-				return
-			}
-			count = int(min(n, 1<<20))
-		default:
-			c.syntaxError()
-			return
-		}
+			return ""
+		}},
+		opt{name: "count", value: true, once: true, set: func(v []byte) (msg string) {
+			count, msg = countArg(v)
+			return msg
+		}},
+	)
+	if msg != "" {
+		c.out.Err(msg)
+		return
 	}
 	next, entries := c.srv.locks.List(string(args[1]), cursor, count)
 	c.out.Array(2)

@@ -76,31 +76,35 @@ type expiryOpts struct {
 	persist bool // GETEX
 }
 
-// parse takes the expiry option at args[i] and reports how many
-// arguments it used, 0 when args[i] is not an expiry option it may take
-// here.
-func (e *expiryOpts) parse(args [][]byte, i int, set bool) int {
-	switch opt := option(args[i]); opt {
-	case "keepttl":
-		if !set || (e.unit != "" || e.persist) {
-			return 0
-		}
-		e.keepTTL = true
-		return 1
-	case "persist":
-		if set || e.unit != "" || e.keepTTL {
-			return 0
+// options are the expiry options of SET (set) or GETEX, for parseOptions:
+// a second kind, or KEEPTTL on GETEX and PERSIST on SET, is a syntax error.
+func (e *expiryOpts) options(set bool) []opt {
+	at := func(unit string) opt {
+		return opt{name: unit, value: true, set: func(v []byte) string {
+			if e.keepTTL || e.persist || (e.unit != "" && e.unit != unit) {
+				return errSyntax
+			}
+			e.unit, e.value = unit, v
+			return ""
+		}}
+	}
+	opts := []opt{at("ex"), at("px"), at("exat"), at("pxat")}
+	if set {
+		return append(opts, opt{name: "keepttl", set: func([]byte) string {
+			if e.unit != "" || e.persist {
+				return errSyntax
+			}
+			e.keepTTL = true
+			return ""
+		}})
+	}
+	return append(opts, opt{name: "persist", set: func([]byte) string {
+		if e.unit != "" || e.keepTTL {
+			return errSyntax
 		}
 		e.persist = true
-		return 1
-	case "ex", "px", "exat", "pxat":
-		if e.keepTTL || e.persist || (e.unit != "" && e.unit != opt) || i+1 >= len(args) {
-			return 0
-		}
-		e.unit, e.value = opt, args[i+1]
-		return 2
-	}
-	return 0
+		return ""
+	}})
 }
 
 // expiry checks the value and returns the kv form, or Redis's error text.
@@ -129,6 +133,15 @@ func parseFence(b []byte) (uint64, bool) {
 	return parseDigits(b)
 }
 
+// refuseIf sets *flag unless other, an option it may not go with, is set.
+func refuseIf(other bool, flag *bool) string {
+	if other {
+		return errSyntax
+	}
+	*flag = true
+	return ""
+}
+
 func cmdGet(c *conn, args [][]byte) {
 	v, ok, err := c.srv.store.Get(args[1])
 	if err != nil {
@@ -149,26 +162,16 @@ func cmdSet(c *conn, args [][]byte) {
 		fence   []byte
 		isFence bool
 	)
-	for i := 3; i < len(args); i++ {
-		switch opt := option(args[i]); {
-		case opt == "nx" && !o.XX:
-			o.NX = true
-		case opt == "xx" && !o.NX:
-			o.XX = true
-		case opt == "get":
-			o.Get = true
-		case opt == "fence" && !isFence && i+1 < len(args):
-			// tenure's option: at most once, as the lock module's are.
-			fence, isFence = args[i+1], true
-			i++
-		default:
-			n := exp.parse(args, i, true)
-			if n == 0 {
-				c.syntaxError()
-				return
-			}
-			i += n - 1
-		}
+	flags := []opt{
+		{name: "nx", set: func([]byte) string { return refuseIf(o.XX, &o.NX) }},
+		{name: "xx", set: func([]byte) string { return refuseIf(o.NX, &o.XX) }},
+		{name: "get", set: func([]byte) string { o.Get = true; return "" }},
+		// tenure's option: at most once, as the lock module's are.
+		{name: "fence", value: true, once: true, set: func(v []byte) string { fence, isFence = v, true; return "" }},
+	}
+	if msg := parseRedisOptions(args[3:], append(flags, exp.options(true)...)...); msg != "" {
+		c.out.Err(msg)
+		return
 	}
 	e, msg := exp.expiry("set")
 	if msg != "" {
@@ -247,13 +250,9 @@ func cmdGetDel(c *conn, args [][]byte) {
 // is answered null whatever the value.
 func cmdGetEx(c *conn, args [][]byte) {
 	var exp expiryOpts
-	for i := 2; i < len(args); i++ {
-		n := exp.parse(args, i, false)
-		if n == 0 {
-			c.syntaxError()
-			return
-		}
-		i += n - 1
+	if msg := parseRedisOptions(args[2:], exp.options(false)...); msg != "" {
+		c.out.Err(msg)
+		return
 	}
 	e, msg := exp.expiry("getex")
 	if msg != "" {
