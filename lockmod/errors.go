@@ -1,6 +1,10 @@
 package lockmod
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tenure-db/tenure/internal/lockspec"
+)
 
 var (
 	// ErrLost is what every *LostError is: errors.Is(err, ErrLost) holds for a
@@ -34,11 +38,11 @@ var (
 
 // Reasons a lease is lost, as SPEC §4 spells them after "-LOST ".
 const (
-	ReasonExpired      = "expired"
-	ReasonMaxHold      = "revoked maxhold"
-	ReasonAdmin        = "revoked by admin"
-	ReasonReleased     = "released"
-	ReasonUnknownLease = "unknown lease"
+	ReasonExpired      = lockspec.ReasonExpired
+	ReasonMaxHold      = lockspec.ReasonMaxHold
+	ReasonAdmin        = lockspec.ReasonRevoked
+	ReasonReleased     = lockspec.ReasonReleased
+	ReasonUnknownLease = lockspec.ReasonUnknownLease
 )
 
 // LostError says why a lease is lost. Its Error is the reason alone, so that

@@ -9,6 +9,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/tenure-db/tenure/internal/lockspec"
 )
 
 // DefaultLinger is how long a place stays in line after its request left it
@@ -16,7 +18,7 @@ import (
 const DefaultLinger = time.Second
 
 // DefaultTTL is the ttl of a HoldRequest that gives none (SPEC §3: 10 s).
-const DefaultTTL = 10 * time.Second
+const DefaultTTL = lockspec.DefaultTTL
 
 // EpochBumper makes a new epoch durable and returns it. The Manager calls it,
 // under its lock, when the per-epoch counter n would reach 2^32 (SPEC §2).

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/tenure-db/tenure/internal/lockspec"
 	"github.com/tenure-db/tenure/lockmod"
 )
 
@@ -13,23 +14,26 @@ import (
 // LOCK.LIST, LOCK.REVOKE. The semantics are lockmod's; this file parses, waits and
 // replies.
 
-// Ranges of SPEC §3, in milliseconds.
-const (
-	minTTL, maxTTL         = 1000, 3600000
-	minMaxHold, maxMaxHold = 1000, 86400000
-	maxWait                = 1 << 40 // about 35 years: "no limit" in practice
-	maxLockLen, maxKeyLen  = 256, 1024
-	maxReqIDLen            = 64
-)
+// maxWait is LOCK.HOLD's longest WAIT, about 35 years: "no limit" in
+// practice. The other ranges of SPEC §3 are lockspec's.
+const maxWait = (1 << 40) * time.Millisecond
 
 // msArg parses an option's integer milliseconds within [lo, hi], or
-// returns the error text naming the range.
-func msArg(name string, b []byte, lo, hi int64) (time.Duration, string) {
+// returns the error text naming the range in milliseconds.
+func msArg(name string, b []byte, lo, hi time.Duration) (time.Duration, string) {
 	n, ok := parseInt(b)
-	if !ok || n < lo || n > hi {
-		return 0, name + " must be an integer from " + itoa(lo) + " to " + itoa(hi)
+	if !ok || n < ms(lo) || n > ms(hi) {
+		return 0, name + " must be an integer from " + itoa(ms(lo)) + " to " + itoa(ms(hi))
 	}
 	return time.Duration(n) * time.Millisecond, ""
+}
+
+// lengthArg returns the error text for a name outside 1 to max bytes.
+func lengthArg(name string, b []byte, max int) string {
+	if len(b) == 0 || len(b) > max {
+		return name + " must be 1 to " + itoa(int64(max)) + " bytes"
+	}
+	return ""
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
@@ -62,21 +66,20 @@ func (c *conn) lockError(err error) {
 // lingers (SPEC §3).
 func cmdLockHold(c *conn, args [][]byte) {
 	lock, key, reqid := args[1], args[2], args[3]
-	switch {
-	case len(lock) == 0 || len(lock) > maxLockLen:
-		c.out.Err("lock must be 1 to 256 bytes")
-		return
-	case len(key) == 0 || len(key) > maxKeyLen:
-		c.out.Err("key must be 1 to 1024 bytes")
-		return
-	case len(reqid) == 0 || len(reqid) > maxReqIDLen:
-		c.out.Err("reqid must be 1 to 64 bytes")
-		return
+	for _, msg := range [...]string{
+		lengthArg("lock", lock, lockspec.MaxLockLen),
+		lengthArg("key", key, lockspec.MaxKeyLen),
+		lengthArg("reqid", reqid, lockspec.MaxReqIDLen),
+	} {
+		if msg != "" {
+			c.out.Err(msg)
+			return
+		}
 	}
-	req := lockmod.HoldRequest{Lock: argView(lock), Key: argView(key), ReqID: argView(reqid), TTL: 10 * time.Second}
+	req := lockmod.HoldRequest{Lock: argView(lock), Key: argView(key), ReqID: argView(reqid), TTL: lockspec.DefaultTTL}
 	msg := parseOptions(args[4:],
 		opt{name: "ttl", value: true, once: true, set: func(v []byte) (msg string) {
-			req.TTL, msg = msArg("ttl", v, minTTL, maxTTL)
+			req.TTL, msg = msArg("ttl", v, lockspec.MinTTL, lockspec.MaxTTL)
 			return msg
 		}},
 		opt{name: "wait", value: true, once: true, set: func(v []byte) (msg string) {
@@ -85,7 +88,7 @@ func cmdLockHold(c *conn, args [][]byte) {
 			return msg
 		}},
 		opt{name: "maxhold", value: true, once: true, set: func(v []byte) (msg string) {
-			req.MaxHold, msg = msArg("maxhold", v, minMaxHold, maxMaxHold)
+			req.MaxHold, msg = msArg("maxhold", v, lockspec.MinMaxHold, lockspec.MaxMaxHold)
 			return msg
 		}},
 	)
@@ -136,7 +139,7 @@ func cmdLockHold(c *conn, args [][]byte) {
 func cmdLockRenew(c *conn, args [][]byte) {
 	var ttl time.Duration
 	msg := parseOptions(args[2:], opt{name: "ttl", value: true, once: true, set: func(v []byte) (msg string) {
-		ttl, msg = msArg("ttl", v, minTTL, maxTTL)
+		ttl, msg = msArg("ttl", v, lockspec.MinTTL, lockspec.MaxTTL)
 		return msg
 	}})
 	if msg != "" {

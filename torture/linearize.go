@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/tenure-db/tenure/internal/linmodel"
+	"github.com/tenure-db/tenure/internal/lockspec"
 )
 
 // (d) Linearizability of the raw command history, with porcupine,
@@ -528,7 +529,7 @@ func parseLockCmd(e Event) (parsedCmd, bool) {
 			return c, false
 		}
 		c.lock, c.key = e.Args[1], e.Args[2]
-		c.in.Cmd, c.in.ReqID, c.in.TTL, c.in.Wait = linmodel.Hold, e.Args[3], 10000, -1
+		c.in.Cmd, c.in.ReqID, c.in.TTL, c.in.Wait = linmodel.Hold, e.Args[3], lockspec.DefaultTTL.Milliseconds(), -1
 		for i := 4; i+1 < len(e.Args); i += 2 {
 			n, err := strconv.ParseInt(e.Args[i+1], 10, 64)
 			if err != nil {

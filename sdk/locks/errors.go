@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-db/tenure/internal/lockspec"
 )
 
 var (
@@ -25,11 +27,11 @@ var (
 
 // Reasons a lease is lost, as the store spells them after "-LOST " (SPEC §4).
 const (
-	ReasonExpired      = "expired"
-	ReasonMaxHold      = "revoked maxhold"
-	ReasonRevoked      = "revoked by admin"
-	ReasonReleased     = "released"
-	ReasonUnknownLease = "unknown lease"
+	ReasonExpired      = lockspec.ReasonExpired
+	ReasonMaxHold      = lockspec.ReasonMaxHold
+	ReasonRevoked      = lockspec.ReasonRevoked
+	ReasonReleased     = lockspec.ReasonReleased
+	ReasonUnknownLease = lockspec.ReasonUnknownLease
 )
 
 // LostError says why a lease was lost. errors.Is(err, ErrLost) holds for it.

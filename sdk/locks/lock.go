@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-db/tenure/internal/lockspec"
 )
 
 // Store is what a Lock needs of a go-redis client. *redis.Client,
@@ -15,14 +17,14 @@ type Store interface {
 	Do(ctx context.Context, args ...any) *redis.Cmd
 }
 
-// Ranges of SPEC §3.
+// The ranges of SPEC §3 are lockspec's.
 const (
-	minTTL, maxTTL         = time.Second, time.Hour
-	minMaxHold, maxMaxHold = time.Second, 24 * time.Hour
-	maxLockLen, maxKeyLen  = 256, 1024
+	minTTL, maxTTL         = lockspec.MinTTL, lockspec.MaxTTL
+	minMaxHold, maxMaxHold = lockspec.MinMaxHold, lockspec.MaxMaxHold
+	maxLockLen, maxKeyLen  = lockspec.MaxLockLen, lockspec.MaxKeyLen
+	defaultTTL             = lockspec.DefaultTTL
 
-	defaultTTL = 10 * time.Second
-	maxMargin  = 2 * time.Second // the default margin is min(ttl/10, maxMargin)
+	maxMargin = 2 * time.Second // the default margin is min(ttl/10, maxMargin)
 )
 
 // assumedReadTimeout is the read timeout taken for a Store whose options
@@ -93,7 +95,7 @@ type Lock struct {
 	chunk time.Duration // WAIT of each HOLD sent while waiting in line
 }
 
-// OpenLock returns the lock called name (1 to 256 bytes) of the store behind
+// OpenLock returns the lock called name (1 to lockspec.MaxLockLen bytes) of the store behind
 // client. It sends nothing: it checks the options and reads the client's read
 // timeout, which sets how long each HOLD waits in line (half of it). An option
 // out of range is an error.
