@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tenure-db/tenure/internal/redistext"
 )
 
 // Del is DEL (and UNLINK): it deletes the keys and returns how many existed.
@@ -187,7 +189,7 @@ func (s *Store) Keys(pattern []byte) ([][]byte, error) {
 	all := len(pattern) == 1 && pattern[0] == '*'
 	keys := [][]byte{}
 	err := s.walk(0, -1, func(key []byte) {
-		if all || Match(pattern, key) {
+		if all || redistext.Match(pattern, key) {
 			keys = append(keys, clone(key))
 		}
 	})
@@ -218,7 +220,7 @@ func (s *Store) Scan(cursor uint64, match []byte, count int, typ string) (uint64
 	keys := [][]byte{}
 	var next uint64
 	err := s.walkFrom(cursor, count, &next, func(key []byte) {
-		if all || Match(match, key) {
+		if all || redistext.Match(match, key) {
 			keys = append(keys, clone(key))
 		}
 	})

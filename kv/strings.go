@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tenure-db/tenure/internal/redistext"
 )
 
 // ExpiryMode says what a write does to a key's TTL.
@@ -281,7 +283,7 @@ func (s *Store) IncrBy(key []byte, delta int64) (int64, error) {
 	err := s.update(key, true, func(c *change, it *item) error {
 		var old int64
 		if it.cur.live {
-			v, ok := ParseInt(it.cur.rec.value)
+			v, ok := redistext.ParseInt(it.cur.rec.value)
 			if !ok {
 				return ErrNotInteger
 			}
@@ -311,7 +313,7 @@ func (s *Store) IncrByFloat(key []byte, delta float64) ([]byte, error) {
 	err := s.update(key, true, func(c *change, it *item) error {
 		var old float64
 		if it.cur.live {
-			v, ok := ParseFloat(it.cur.rec.value)
+			v, ok := redistext.ParseFloat(it.cur.rec.value)
 			if !ok {
 				return ErrNotFloat
 			}
@@ -321,7 +323,7 @@ func (s *Store) IncrByFloat(key []byte, delta float64) ([]byte, error) {
 		if math.IsNaN(n) || math.IsInf(n, 0) {
 			return ErrNaN
 		}
-		out = FormatFloat(n)
+		out = redistext.FormatFloat(n)
 		r := it.cur.rec
 		r.value = out
 		c.put(it, r)

@@ -6,7 +6,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/tenure-db/tenure/kv"
+	"github.com/tenure-db/tenure/internal/redistext"
 )
 
 // Limits bound what one request may make the server hold in memory (SPEC §7).
@@ -374,7 +374,7 @@ func unhex(c byte) byte {
 // parseInt reads a decimal integer as Redis's string2ll does, for headers
 // and for arguments alike: an optional '-', digits without a leading zero
 // ("0" but not "00", "-0", "+1", " 1"), within int64.
-func parseInt(b []byte) (int64, bool) { return kv.ParseInt(b) }
+func parseInt(b []byte) (int64, bool) { return redistext.ParseInt(b) }
 
 // parseDigits reads an unsigned decimal of digits only, refusing overflow.
 func parseDigits(b []byte) (uint64, bool) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenure-db/tenure/kv"
+	"github.com/tenure-db/tenure/internal/redistext"
 )
 
 // Server commands: COMMAND, CONFIG, DBSIZE, FLUSHDB/FLUSHALL, TIME,
@@ -167,7 +167,7 @@ func (c *conn) writeCommandDocs(cmd *command) {
 // globMatch is Redis's stringmatch with nocase set, as COMMAND LIST and
 // CONFIG GET use it.
 func globMatch(pattern, name string) bool {
-	return kv.Match([]byte(strings.ToLower(pattern)), []byte(strings.ToLower(name)))
+	return redistext.Match([]byte(strings.ToLower(pattern)), []byte(strings.ToLower(name)))
 }
 
 // lookupPath finds "name" or "name|sub".

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tenure-db/tenure/kv"
+
+	"github.com/tenure-db/tenure/internal/redistext"
 )
 
 // String commands: GET, SET (with FENCE), SETNX, SETEX, PSETEX, GETSET,
@@ -349,7 +351,7 @@ func incrBy(c *conn, key []byte, delta int64) {
 func cmdIncrByFloat(c *conn, args [][]byte) {
 	// Read as the stored value is read; "inf" is a float here too, and the
 	// sum then fails as NaN or Infinity, as in Redis.
-	d, ok := kv.ParseFloat(args[2])
+	d, ok := redistext.ParseFloat(args[2])
 	if !ok {
 		c.out.Err(kv.ErrNotFloat.Error())
 		return

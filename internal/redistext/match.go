@@ -1,4 +1,4 @@
-package kv
+package redistext
 
 // Match reports whether s matches the glob pattern as Redis's stringmatchlen
 // (case-sensitive) decides, for KEYS and SCAN MATCH. In the pattern, '*' is
