@@ -1,0 +1,208 @@
+package kv
+
+// Writes: a change gathers the puts and deletes of one command into one
+// Pebble batch under the stripes of its keys, and applies it.
+
+import (
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// change gathers one command's writes into a batch and the counter changes
+// to apply once it commits. The caller holds the stripes of every key it
+// touches.
+type change struct {
+	db  *pebble.DB
+	b   *pebble.Batch
+	now int64
+
+	writes                    int // puts and deletes asked by the command, not lazy-expiry deletes
+	keys, withExpiry, expired int64
+}
+
+func (c *change) batch() *pebble.Batch {
+	if c.b == nil {
+		c.b = c.db.NewBatch()
+	}
+	return c.b
+}
+
+// put writes r as it.key's record, keeping the expiry index in step.
+func (c *change) put(it *item, r record) {
+	b := c.batch()
+	op := b.SetDeferred(len(it.dk), r.encodedLen())
+	copy(op.Key, it.dk)
+	r.encodeTo(op.Value)
+	_ = op.Finish() // only fails for indexed batches
+	old := it.cur
+	if old.present && old.rec.expiry != 0 && old.rec.expiry != r.expiry {
+		_ = b.Delete(expiryKey(old.rec.expiry, it.key), nil)
+	}
+	if r.expiry != 0 && (!old.present || old.rec.expiry != r.expiry) {
+		_ = b.Set(expiryKey(r.expiry, it.key), nil, nil)
+	}
+	if !old.present {
+		c.keys++
+	}
+	if old.present && !old.live {
+		c.expired++
+	}
+	if old.present && old.rec.expiry != 0 {
+		c.withExpiry--
+	}
+	if r.expiry != 0 {
+		c.withExpiry++
+	}
+	c.writes++
+	it.cur = slot{present: true, live: true, rec: r}
+}
+
+// del deletes it.key's record and its expiry index entry.
+func (c *change) del(it *item) {
+	c.writes++
+	c.drop(it)
+}
+
+// drop is del for lazy expiry: it does not count as the command's write.
+func (c *change) drop(it *item) {
+	old := it.cur
+	if !old.present {
+		return
+	}
+	b := c.batch()
+	_ = b.Delete(it.dk, nil)
+	if old.rec.expiry != 0 {
+		_ = b.Delete(expiryKey(old.rec.expiry, it.key), nil)
+		c.withExpiry--
+	}
+	c.keys--
+	if !old.live {
+		c.expired++
+	}
+	it.cur = slot{}
+}
+
+// apply commits c without sync and applies its counters. The caller holds
+// the stripes of every key in c. It reports whether the command wrote.
+func (s *Store) apply(c *change) (wrote bool, err error) {
+	if c.b == nil {
+		return false, nil
+	}
+	if err := s.commit(c.b, pebble.NoSync); err != nil {
+		return false, err
+	}
+	s.keys.Add(c.keys)
+	if c.withExpiry != 0 {
+		s.keysWithExpiry.Add(c.withExpiry)
+	}
+	if c.expired != 0 {
+		s.expiredTotal.Add(c.expired)
+	}
+	s.markDirty()
+	return c.writes > 0, nil
+}
+
+func (c *change) close() {
+	if c.b != nil {
+		_ = c.b.Close()
+		c.b = nil
+	}
+}
+
+// update runs fn on key's current state with key's stripe held. An expired
+// record is deleted first, so fn sees it missing. What fn writes into c is
+// committed before the stripe is released; then, with no stripe held, the
+// caller waits for the fsync mode's durability.
+func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := s.refused(); err != nil {
+		return err
+	}
+	it := s.newItem(key)
+	c := change{db: s.db, now: s.nowMs()}
+	it.st.Lock()
+	err := s.load(&it, c.now, withValue)
+	if err == nil {
+		if it.cur.present && !it.cur.live {
+			c.drop(&it)
+		}
+		err = fn(&c, &it)
+	}
+	var wrote bool
+	if err == nil {
+		wrote, err = s.apply(&c)
+		s.committed(&it, err)
+	}
+	it.st.Unlock()
+	c.close()
+	if err == nil && wrote {
+		err = s.settle()
+	}
+	return err
+}
+
+// updateMany is update for several keys. Repeated keys share one item; idx
+// maps each position in keys to its item.
+func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, items []item, idx []int) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := s.refused(); err != nil {
+		return err
+	}
+	items := make([]item, 0, len(keys))
+	idx := make([]int, len(keys))
+	seen := make(map[string]int, len(keys))
+	var stripes [numStripes / 64]uint64
+	for i, k := range keys {
+		if j, ok := seen[string(k)]; ok {
+			idx[i] = j
+			continue
+		}
+		seen[string(k)] = len(items)
+		idx[i] = len(items)
+		it := s.newItem(k)
+		items = append(items, it)
+		n := it.stripe
+		stripes[n/64] |= 1 << (n % 64)
+	}
+	c := change{db: s.db, now: s.nowMs()}
+	// Ascending order, so that multi-key commands never deadlock.
+	forStripes(&stripes, func(n int) { s.stripes[n].Lock() })
+	var err error
+	for i := range items {
+		if err = s.load(&items[i], c.now, withValue); err != nil {
+			break
+		}
+		if items[i].cur.present && !items[i].cur.live {
+			c.drop(&items[i])
+		}
+	}
+	if err == nil {
+		err = fn(&c, items, idx)
+	}
+	var wrote bool
+	if err == nil {
+		wrote, err = s.apply(&c)
+		for i := range items {
+			s.committed(&items[i], err)
+		}
+	}
+	forStripes(&stripes, func(n int) { s.stripes[n].Unlock() })
+	c.close()
+	if err == nil && wrote {
+		err = s.settle()
+	}
+	return err
+}
+
+func forStripes(set *[numStripes / 64]uint64, f func(n int)) {
+	for w, bits := range set {
+		for b := 0; b < 64; b++ {
+			if bits&(1<<b) != 0 {
+				f(w*64 + b)
+			}
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package kv
+
+// The metadata cache: each stripe remembers the expiry and fence of the
+// keys on disk that it guards, so that a write that does not need the value
+// skips reading Pebble.
+
+import (
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// stripe is one of the per-key-hash mutexes, with the metadata cache of
+// the keys it guards, padded to its own cache line.
+type stripe struct {
+	sync.Mutex
+	meta map[string]keyMeta // guarded by the mutex; see remember
+	_    [48]byte
+}
+
+// keyMeta is what the store remembers of a key that is on disk: all a write
+// needs to know of it when it does not need the value.
+type keyMeta struct {
+	expiry int64
+	fence  uint64
+}
+
+// getRecord looks a record up. When found, rec.value aliases Pebble's memory
+// and the caller must close closer once done with it.
+func getRecord(r pebble.Reader, dk []byte) (rec record, closer io.Closer, found bool, err error) {
+	raw, closer, err := r.Get(dk)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return record{}, nil, false, nil
+	}
+	if err != nil {
+		return record{}, nil, false, err
+	}
+	rec, err = decodeRecord(raw)
+	if err != nil {
+		_ = closer.Close()
+		return record{}, nil, false, err
+	}
+	return rec, closer, true, nil
+}
+
+// slot is a key's state as read under its stripe.
+type slot struct {
+	present bool // a record is on disk, expired or not
+	live    bool // present and not expired
+	rec     record
+}
+
+// item is one key of a command holding its stripe.
+type item struct {
+	key, dk []byte
+	stripe  int // its stripe's index in Store.stripes
+	st      *stripe
+	cur     slot
+}
+
+func (s *Store) newItem(key []byte) item {
+	h := hashKey(key)
+	n := int(h % numStripes)
+	return item{key: key, dk: dataKey(h, key), stripe: n, st: &s.stripes[n]}
+}
+
+// load reads it.cur, with its stripe held. The value is copied when
+// withValue is set and left nil otherwise; without it, a key whose metadata
+// the stripe remembers is not read from Pebble at all.
+func (s *Store) load(it *item, now int64, withValue bool) error {
+	if m, ok := it.st.meta[string(it.key)]; ok && !withValue {
+		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence}}
+		return nil
+	}
+	rec, closer, found, err := getRecord(s.db, it.dk)
+	if err != nil || !found {
+		it.cur = slot{}
+		return err
+	}
+	if withValue {
+		rec.value = clone(rec.value)
+	} else {
+		rec.value = nil
+	}
+	_ = closer.Close()
+	it.cur = slot{present: true, live: !expiredAt(rec.expiry, now), rec: rec}
+	s.remember(it)
+	return nil
+}
+
+// remember records it.cur, which is on disk, in its stripe's metadata
+// cache; when the cache is full, an arbitrary key is forgotten to make room
+// (Go's map iteration starts at a random place). The caller holds the
+// stripe.
+func (s *Store) remember(it *item) {
+	m := it.st.meta
+	if !it.cur.present {
+		delete(m, string(it.key))
+		return
+	}
+	km := keyMeta{expiry: it.cur.rec.expiry, fence: it.cur.rec.fence}
+	if old, ok := m[string(it.key)]; ok {
+		if old != km {
+			m[string(it.key)] = km
+		}
+		return
+	}
+	if s.metaPerStripe == 0 {
+		return
+	}
+	if len(m) >= s.metaPerStripe {
+		for k := range m {
+			delete(m, k)
+			break
+		}
+	}
+	m[string(it.key)] = km
+}
+
+// committed brings the metadata cache in step with it once the commit of
+// its change returned: what was written is remembered; after a failed
+// commit the key is forgotten, since what is on disk is in doubt. The
+// caller holds its stripe.
+func (s *Store) committed(it *item, err error) {
+	if err != nil {
+		delete(it.st.meta, string(it.key))
+		return
+	}
+	s.remember(it)
+}
+
+// clone copies b; unlike bytes.Clone an empty b gives an empty, non-nil slice.
+func clone(b []byte) []byte { return append(make([]byte, 0, len(b)), b...) }
