@@ -1,12 +1,14 @@
 package lockmod
 
-import "time"
+import (
+	"time"
+)
 
 // ListEntry is one key of a lock as List shows it. Never a lease id.
 type ListEntry struct {
 	Key     string
 	Fence   uint64        // 0 if free (only lingering places wait)
-	TTL     time.Duration // to the deadline; -1ms if free
+	TTL     time.Duration // to the deadline; 0 if free
 	Waiters int           // places in line, lingering ones included
 }
 
@@ -25,18 +27,15 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 	if count < 1 {
 		count = DefaultListCount
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+	now, ok := m.begin()
+	if !ok {
 		return 0, nil
 	}
-	now := m.now()
-	m.advance(now)
-	defer m.arm(now)
+	defer m.finish(now)
 	entries = make([]ListEntry, 0, min(count, m.order.n))
 	next = m.order.walk(lock, cursor, count, func(name string) {
 		_, key := splitName(name)
-		e := ListEntry{Key: key, TTL: notApplicable}
+		e := ListEntry{Key: key}
 		if r := m.holder(name); r != nil {
 			e.Fence = r.fence
 			e.TTL = time.Duration(r.at - now)
@@ -47,4 +46,44 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 		entries = append(entries, e)
 	})
 	return next, entries
+}
+
+// KeyInfo is what LOCK.INFO shows of a (lock, key). Never a lease id.
+// A free key (Fence 0) has no deadline: its TTL and Held are 0; a lease
+// without MAXHOLD has a MaxHold of 0. A live lease's TTL and MaxHold are
+// always above 0: at its deadline it has ended.
+type KeyInfo struct {
+	Fence   uint64        // 0 if free
+	TTL     time.Duration // to the deadline
+	Held    time.Duration // since the grant
+	MaxHold time.Duration // to the MAXHOLD revocation
+	Waiters int           // places in line, lingering ones included
+}
+
+// Info describes (lock, key); false when it is free and nobody waits.
+func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
+	now, ok := m.begin()
+	if !ok {
+		return KeyInfo{}, false
+	}
+	defer m.finish(now)
+	var buf [128]byte
+	name := view(keyName(buf[:0], lock, key))
+	r, ln := m.holder(name), m.lines[name]
+	if r == nil && ln == nil {
+		return KeyInfo{}, false
+	}
+	var info KeyInfo
+	if ln != nil {
+		info.Waiters = ln.n
+	}
+	if r != nil {
+		info.Fence = r.fence
+		info.TTL = time.Duration(r.at - now)
+		info.Held = time.Duration(now - r.grantedAt)
+		if md := r.maxDeadline(); md != 0 {
+			info.MaxHold = time.Duration(md - now)
+		}
+	}
+	return info, true
 }

@@ -49,19 +49,16 @@ func (t Ticket) Abandon() {
 		return
 	}
 	m := w.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+	now, ok := m.begin()
+	if !ok {
 		return
 	}
-	now := m.now()
-	m.advance(now)
+	defer m.finish(now)
 	r := w.req
 	if r == nil || r.phase != waiting || r.rare.waiter != w {
 		return
 	}
 	m.linger(r, now, ErrAbandoned)
-	m.arm(now)
 }
 
 // finish answers the ticket. Called under m.mu, once.

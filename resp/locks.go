@@ -38,6 +38,15 @@ func lengthArg(name string, b []byte, max int) string {
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
+// msOrNone is d in milliseconds when it applies, else -1: how LOCK.INFO and
+// LOCK.LIST spell "no deadline" (SPEC §3).
+func msOrNone(d time.Duration, applies bool) int64 {
+	if !applies {
+		return -1
+	}
+	return ms(d)
+}
+
 // argView is an argument as a string without a copy, for a call that keeps
 // no reference to it once it returns: lockmod.Manager.Hold copies what it
 // keeps. A LOCK.HOLD granted at once then allocates nothing here.
@@ -173,11 +182,11 @@ func cmdLockInfo(c *conn, args [][]byte) {
 	c.out.BulkString("fence")
 	c.out.Int(int64(info.Fence))
 	c.out.BulkString("ttl")
-	c.out.Int(ms(info.TTL))
+	c.out.Int(msOrNone(info.TTL, info.Fence != 0))
 	c.out.BulkString("held")
-	c.out.Int(ms(info.Held))
+	c.out.Int(msOrNone(info.Held, info.Fence != 0))
 	c.out.BulkString("maxhold")
-	c.out.Int(ms(info.MaxHold))
+	c.out.Int(msOrNone(info.MaxHold, info.MaxHold > 0))
 	c.out.BulkString("waiters")
 	c.out.Int(int64(info.Waiters))
 }
@@ -216,7 +225,7 @@ func cmdLockList(c *conn, args [][]byte) {
 		c.out.Array(4)
 		c.out.BulkString(e.Key)
 		c.out.Int(int64(e.Fence))
-		c.out.Int(ms(e.TTL))
+		c.out.Int(msOrNone(e.TTL, e.Fence != 0))
 		c.out.Int(int64(e.Waiters))
 	}
 }

@@ -1,0 +1,184 @@
+package lockmod
+
+// Expiry: every deadline (a lease's, a waiter's, a lingering place's) is an
+// event in one heap; advance ends what is due before every read, and one
+// clock timer is armed for the earliest.
+
+import (
+	"slices"
+	"time"
+)
+
+// eventQueue is the timer heap: every request with a pending event, by ref,
+// earliest first. One clock timer is armed for its head.
+type eventQueue struct {
+	slab *slab
+	refs []uint32
+}
+
+// before orders events: by time, then by phase (see phase).
+func before(a, b *request) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.phase < b.phase
+}
+
+func (q *eventQueue) len() int { return len(q.refs) }
+
+// first is the earliest event's request, nil if there is none.
+func (q *eventQueue) first() *request {
+	if len(q.refs) == 0 {
+		return nil
+	}
+	return q.slab.get(q.refs[0])
+}
+
+// schedule puts r in the heap at r.at, or moves it there.
+func (q *eventQueue) schedule(r *request) {
+	if r.index >= 0 {
+		if !q.down(int(r.index)) {
+			q.up(int(r.index))
+		}
+		return
+	}
+	if len(q.refs) == cap(q.refs) {
+		// Double rather than let append grow by a quarter: at a million
+		// leases each regrowth leaves the old array as garbage.
+		q.refs = slices.Grow(q.refs, max(len(q.refs), 64))
+	}
+	q.refs = append(q.refs, r.ref)
+	q.up(len(q.refs) - 1)
+}
+
+// unschedule takes r out of the heap if it is there.
+func (q *eventQueue) unschedule(r *request) {
+	i := int(r.index)
+	if i < 0 {
+		return
+	}
+	last := len(q.refs) - 1
+	if i != last {
+		q.refs[i] = q.refs[last]
+		q.slab.get(q.refs[i]).index = int32(i)
+	}
+	q.refs = q.refs[:last]
+	if i != last && !q.down(i) {
+		q.up(i)
+	}
+	r.index = -1
+}
+
+// up moves the event at i towards the root to its place.
+func (q *eventQueue) up(i int) {
+	ref := q.refs[i]
+	r := q.slab.get(ref)
+	for i > 0 {
+		p := (i - 1) / 2
+		pr := q.slab.get(q.refs[p])
+		if !before(r, pr) {
+			break
+		}
+		q.refs[i] = q.refs[p]
+		pr.index = int32(i)
+		i = p
+	}
+	q.refs[i] = ref
+	r.index = int32(i)
+}
+
+// down moves the event at i towards the leaves to its place, and reports
+// whether it moved.
+func (q *eventQueue) down(i int) bool {
+	i0, n := i, len(q.refs)
+	ref := q.refs[i]
+	r := q.slab.get(ref)
+	for {
+		c := 2*i + 1
+		if c >= n || c < 0 {
+			break
+		}
+		cr := q.slab.get(q.refs[c])
+		if c2 := c + 1; c2 < n {
+			if c2r := q.slab.get(q.refs[c2]); before(c2r, cr) {
+				c, cr = c2, c2r
+			}
+		}
+		if !before(cr, r) {
+			break
+		}
+		q.refs[i] = q.refs[c]
+		cr.index = int32(i)
+		i = c
+	}
+	q.refs[i] = ref
+	r.index = int32(i)
+	return i > i0
+}
+
+func (q *eventQueue) clear() { q.refs = nil }
+
+// advance runs every event due at or before now, earliest first (LOCK-06).
+// The clock's timer calls it, and so does every method before it reads
+// state, so that a late timer never lets an ended lease be seen as live.
+func (m *Manager) advance(now instant) {
+	for {
+		r := m.events.first()
+		if r == nil || r.at > now {
+			return
+		}
+		switch r.phase {
+		case live:
+			why := expired
+			if md := r.maxDeadline(); md != 0 && r.at >= md {
+				why = revokedMaxHold // LOCK-07
+			}
+			m.end(r, why, r.at, now)
+		case waiting:
+			m.linger(r, r.at, ErrNotGranted)
+		case lingering:
+			name := r.name()
+			m.leave(r)
+			m.forget(r)
+			m.unlistIfIdle(name)
+		case ended:
+			m.forget(r)
+		}
+	}
+}
+
+// arm makes sure one clock timer is armed no later than the earliest event.
+// A timer armed for a later time is replaced; one armed earlier is left to
+// fire, find nothing or little due, and arm again.
+func (m *Manager) arm(now instant) {
+	if m.closed || m.events.len() == 0 {
+		return
+	}
+	next := m.events.first().at
+	if m.timer != nil && m.timerAt <= next {
+		return
+	}
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	m.timerAt = next
+	m.timer = m.clock.AfterFunc(time.Duration(next-now), m.fireFn)
+}
+
+// fire is the clock timer's callback. A timer fires at or after the time it
+// was armed for, so one that fires before timerAt is a stale timer whose Stop
+// came too late; it must not forget the armed one. (At worst a stale timer
+// makes one extra wake-up.)
+func (m *Manager) fire() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	now := m.now()
+	if now >= m.timerAt {
+		m.timer = nil
+	}
+	m.advance(now)
+	m.arm(now)
+}

@@ -1,0 +1,263 @@
+package lockmod
+
+// Holding: a request is granted at once, resumed (a retried reqid), or
+// joins the line of its key; a grant takes a fresh lease id and fence.
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// HoldRequest asks for (Lock, Key) on behalf of request ReqID. Hold copies
+// what it keeps, so the strings may alias buffers the caller reuses once
+// Hold has returned.
+type HoldRequest struct {
+	Lock, Key, ReqID string
+	TTL              time.Duration // <= 0: DefaultTTL
+	Wait             time.Duration
+	HasWait          bool          // false: wait without limit; true with Wait <= 0: try once, never join the line
+	MaxHold          time.Duration // <= 0: no cap
+}
+
+// Grant is a lease as its holder learns it.
+type Grant struct {
+	id      leaseID
+	Fence   uint64        // epoch<<32 + n (LOCK-02)
+	TTLLeft time.Duration // deadline - now
+}
+
+// LeaseID is the lease id: 32 lowercase hex characters (LOCK-04).
+func (g Grant) LeaseID() string {
+	var b [2 * len(leaseID{})]byte
+	return string(g.AppendLeaseID(b[:0]))
+}
+
+// AppendLeaseID appends LeaseID to b, so that a reply can carry the id
+// without a string made for it.
+func (g Grant) AppendLeaseID(b []byte) []byte { return hex.AppendEncode(b, g.id[:]) }
+
+// Hold asks for (lock, key). It never waits: the ticket it returns is done
+// already, or waits in the line (LOCK-08).
+func (m *Manager) Hold(req HoldRequest) Ticket {
+	now, ok := m.begin()
+	if !ok {
+		return m.answered(Grant{}, ErrClosed)
+	}
+	defer m.finish(now)
+
+	ttl := req.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	// The key's name and the reqid as kept, side by side in one buffer: a
+	// new request copies both at once into its text.
+	var buf [128]byte
+	text := keyName(buf[:0], req.Lock, req.Key)
+	nameLen := len(text)
+	text, hexForm := appendReqKey(text, req.ReqID)
+	name := view(text[:nameLen])
+
+	// LOCK-03: one grant per reqid.
+	if r := m.byReqKey(view(text[nameLen:]), hexForm); r != nil {
+		if r.name() != name {
+			return m.answered(Grant{}, ErrReqIDInUse)
+		}
+		switch r.phase {
+		case live:
+			return m.answered(m.grantOf(r, now), nil)
+		case ended:
+			return m.answered(Grant{}, r.reason.lost())
+		default:
+			return m.resume(r, req, ttl, now)
+		}
+	}
+
+	if m.holder(name) == nil {
+		// The key is free, so nobody open waits for it: the places in its
+		// line, if any, linger and are passed over.
+		r := m.newRequest(text, nameLen, hexForm, ttl)
+		if err := m.grant(r, req.MaxHold, now); err != nil {
+			m.slab.release(r)
+			return m.answered(Grant{}, err)
+		}
+		m.reqs.put(m.hashName(r.reqKey()), r.ref)
+		return m.answered(m.grantOf(r, now), nil)
+	}
+	if req.HasWait && req.Wait <= 0 {
+		return m.answered(Grant{}, ErrNotGranted) // try once: never joins the line
+	}
+	r := m.newRequest(text, nameLen, hexForm, ttl)
+	w := &waiter{done: make(chan struct{}), m: m, req: r}
+	r.rare = &rare{waiter: w, maxHold: req.MaxHold, joinedAt: now}
+	r.phase = waiting
+	m.join(r)
+	m.reqs.put(m.hashName(r.reqKey()), r.ref)
+	if req.HasWait {
+		r.at = now.add(req.Wait)
+		m.events.schedule(r)
+	}
+	return Ticket{done: w.done, w: w}
+}
+
+// newRequest makes a request whose text (name, then reqid as kept) is
+// copied from text.
+func (m *Manager) newRequest(text []byte, nameLen int, hexForm bool, ttl time.Duration) *request {
+	if uint64(nameLen) > math.MaxUint32 {
+		panic("lockmod: lock and key longer than 4 GB")
+	}
+	r := m.slab.alloc()
+	r.text = string(text)
+	r.nameLen = uint32(nameLen)
+	r.hexReqID = hexForm
+	r.ttl = ttl
+	return r
+}
+
+// resume answers a retry of a request that has a place in line, waiting or
+// lingering: the retry takes the place over (LOCK-03, LOCK-08).
+func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now instant) Ticket {
+	p := r.rare
+	if p.waiter != nil {
+		p.waiter.finish(Grant{}, ErrSuperseded)
+		p.waiter = nil
+	}
+	r.ttl, p.maxHold = ttl, req.MaxHold
+	if name := r.name(); m.holder(name) == nil {
+		// Free key: no open request is ahead of this one (they would hold it),
+		// so it is first among the open ones. Grant now, re-checked here.
+		m.leave(r)
+		if err := m.grant(r, p.maxHold, now); err != nil {
+			m.forget(r)
+			m.unlistIfIdle(name)
+			return m.answered(Grant{}, err)
+		}
+		return m.answered(m.grantOf(r, now), nil)
+	}
+	if req.HasWait && req.Wait <= 0 {
+		// Try once: not granted, and the place lingers from now as if a
+		// WAIT had just run out.
+		r.phase = lingering
+		r.at = now.add(m.lingerFor)
+		m.events.schedule(r)
+		return m.answered(Grant{}, ErrNotGranted)
+	}
+	w := &waiter{done: make(chan struct{}), m: m, req: r}
+	p.waiter = w
+	r.phase = waiting
+	if req.HasWait {
+		r.at = now.add(req.Wait)
+		m.events.schedule(r)
+	} else {
+		m.events.unschedule(r)
+	}
+	return Ticket{done: w.done, w: w}
+}
+
+// answered returns a ticket that is already done.
+func (m *Manager) answered(g Grant, err error) Ticket {
+	return Ticket{done: m.doneCh, grant: g, err: err}
+}
+
+// grantOf is the Grant of live lease r as seen at now.
+func (m *Manager) grantOf(r *request, now instant) Grant {
+	return Grant{id: r.id, Fence: r.fence, TTLLeft: time.Duration(r.at - now)}
+}
+
+// deadline is now + ttl, capped by r's MAXHOLD deadline (LOCK-06, LOCK-07).
+func (m *Manager) deadline(r *request, now instant, ttl time.Duration) instant {
+	d := now.add(ttl)
+	if md := r.maxDeadline(); md != 0 && d > md {
+		d = md
+	}
+	return d
+}
+
+// grant makes r the live lease of its key for r.ttl, with a fresh id and
+// fence. The caller has checked, in this same critical section, that the key
+// is free and that r is the first open request for it (etcd#11456). r is out
+// of the line.
+func (m *Manager) grant(r *request, maxHold time.Duration, now instant) error {
+	id, err := m.newLeaseID()
+	if err != nil {
+		return err
+	}
+	fence, err := m.nextFence()
+	if err != nil {
+		return err
+	}
+	r.id, r.fence = id, fence
+	r.grantedAt = now
+	var waited time.Duration
+	if r.rare != nil { // it waited in line
+		waited = time.Duration(now - r.rare.joinedAt)
+	}
+	r.rare = nil
+	if maxHold > 0 {
+		r.rare = &rare{maxDeadline: now.add(maxHold)}
+	}
+	r.at = m.deadline(r, now, r.ttl)
+	r.phase = live
+	m.leases.put(id.hash(), r.ref)
+	m.keys.put(m.hashName(r.name()), r.ref) // LOCK-01: the caller saw no live lease here
+	m.order.add(r)
+	m.events.schedule(r)
+	m.stats.GrantsTotal++
+	if m.trace != nil {
+		m.trace(traceEvent{grant: true, at: now, name: r.name(), reqid: r.reqID(), id: id, fence: fence})
+	}
+	if m.observer != nil {
+		lock, key := splitName(r.name())
+		m.observer.LeaseGranted(GrantEvent{Lock: lock, Key: key, Fence: fence, Waited: waited})
+	}
+	return nil
+}
+
+// nextFence returns epoch<<32 + n for the next n, bumping the epoch durably
+// first when n would reach 2^32 (LOCK-02, SPEC §2).
+func (m *Manager) nextFence() (uint64, error) {
+	if m.n == math.MaxUint32 {
+		if m.bumper == nil {
+			return 0, ErrNoEpochBumper
+		}
+		epoch, err := m.bumper.BumpEpoch()
+		if err != nil {
+			return 0, fmt.Errorf("bump epoch: %w", err)
+		}
+		if epoch <= m.epoch || epoch >= 1<<32 {
+			return 0, fmt.Errorf("bump epoch: new epoch %d does not follow %d", epoch, m.epoch)
+		}
+		m.epoch, m.n = epoch, 0
+	}
+	m.n++
+	return m.epoch<<32 | uint64(m.n), nil
+}
+
+// newLeaseID draws 128 bits from the random source (LOCK-04). An id whose
+// first 64 bits clash with a remembered one's is drawn again (see
+// leaseID.prefix); a source that keeps clashing is broken.
+func (m *Manager) newLeaseID() (leaseID, error) {
+	for range 4 {
+		// Read into the Manager's buffer: a local one would escape through
+		// the io.Reader and cost an allocation per grant.
+		if _, err := io.ReadFull(m.rand, m.idBuf[:]); err != nil {
+			return leaseID{}, fmt.Errorf("lease id: %w", err)
+		}
+		if id := m.idBuf; !m.prefixTaken(id) {
+			return id, nil
+		}
+	}
+	return leaseID{}, fmt.Errorf("lease id: random source repeats itself")
+}
+
+// parseLeaseID accepts exactly 32 lowercase hex characters: one spelling per
+// id. Anything else is no id at all (LOCK-04: "unknown lease").
+func parseLeaseID(s string) (leaseID, bool) {
+	var id leaseID
+	if len(s) != 2*len(id) || !decodeHex(id[:], s) {
+		return leaseID{}, false
+	}
+	return id, true
+}
