@@ -69,28 +69,37 @@ func expire(c *conn, args [][]byte, name string) {
 		return
 	}
 	// Only overflow is refused: by the unit, or by adding the base time.
-	invalid := "invalid expire time in '" + name + "' command"
-	if name == "expire" || name == "expireat" {
-		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
-			c.out.Err(invalid)
-			return
-		}
-		n *= 1000
+	at, ok := expiryAt(n, name == "expire" || name == "expireat", name == "expire" || name == "pexpire")
+	if !ok {
+		c.out.Err("invalid expire time in '" + name + "' command")
+		return
 	}
-	if name == "expire" || name == "pexpire" {
-		now := time.Now().UnixMilli()
-		if n > math.MaxInt64-now {
-			c.out.Err(invalid)
-			return
-		}
-		n += now
-	}
-	set, err := c.srv.store.ExpireAt(args[1], n, cond)
+	set, err := c.srv.store.ExpireAt(args[1], at, cond)
 	if err != nil {
 		c.storeError(err)
 		return
 	}
 	c.out.Bool(set)
+}
+
+// expiryAt turns an expiry time as a command gives it, in seconds or
+// milliseconds, relative to now or absolute, into unix milliseconds. It is
+// false when that overflows: Redis's "invalid expire time".
+func expiryAt(n int64, seconds, relative bool) (int64, bool) {
+	if seconds {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return 0, false
+		}
+		n *= 1000
+	}
+	if relative {
+		now := time.Now().UnixMilli()
+		if n > math.MaxInt64-now {
+			return 0, false
+		}
+		n += now
+	}
+	return n, true
 }
 
 func cmdTTL(c *conn, args [][]byte) {

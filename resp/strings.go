@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/tenure-db/tenure/kv"
 
@@ -46,21 +45,11 @@ func expiryArg(unit string, arg []byte, cmd string) (int64, string) {
 	if n <= 0 {
 		return 0, invalid
 	}
-	seconds := unit == "ex" || unit == "exat"
-	if seconds {
-		if n > math.MaxInt64/1000 {
-			return 0, invalid
-		}
-		n *= 1000
+	at, ok := expiryAt(n, unit == "ex" || unit == "exat", unit == "ex" || unit == "px")
+	if !ok {
+		return 0, invalid
 	}
-	if unit == "ex" || unit == "px" {
-		now := time.Now().UnixMilli()
-		if n > math.MaxInt64-now {
-			return 0, invalid
-		}
-		n += now
-	}
-	return n, ""
+	return at, ""
 }
 
 // option is an option word as Redis compares it: case-insensitively, and as
