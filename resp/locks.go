@@ -74,6 +74,35 @@ func (c *conn) lockError(err error) {
 // goes away is noticed at once: its request is withdrawn and its place
 // lingers (SPEC §3).
 func cmdLockHold(c *conn, args [][]byte) {
+	req, msg := holdRequest(args)
+	if msg != "" {
+		c.out.Err(msg)
+		return
+	}
+	t := c.srv.locks.Hold(req)
+	if !c.awaitAnswer(t) {
+		return // the client is gone: nobody to answer
+	}
+	g, err := t.Result()
+	switch {
+	case errors.Is(err, lockmod.ErrAbandoned):
+		return // withdrawn because the client went away: nobody to answer
+	case errors.Is(err, lockmod.ErrNotGranted):
+		c.out.NullArray()
+	case err != nil:
+		c.lockError(err)
+	default:
+		var id [32]byte
+		c.out.Array(3)
+		c.out.Bulk(g.AppendLeaseID(id[:0]))
+		c.out.Int(int64(g.Fence))
+		c.out.Int(ms(g.TTLLeft))
+	}
+}
+
+// holdRequest reads LOCK.HOLD's arguments, or returns the error text to
+// answer. Adding an option is one opt here.
+func holdRequest(args [][]byte) (lockmod.HoldRequest, string) {
 	lock, key, reqid := args[1], args[2], args[3]
 	for _, msg := range [...]string{
 		lengthArg("lock", lock, lockspec.MaxLockLen),
@@ -81,8 +110,7 @@ func cmdLockHold(c *conn, args [][]byte) {
 		lengthArg("reqid", reqid, lockspec.MaxReqIDLen),
 	} {
 		if msg != "" {
-			c.out.Err(msg)
-			return
+			return lockmod.HoldRequest{}, msg
 		}
 	}
 	req := lockmod.HoldRequest{Lock: argView(lock), Key: argView(key), ReqID: argView(reqid), TTL: lockspec.DefaultTTL}
@@ -101,46 +129,34 @@ func cmdLockHold(c *conn, args [][]byte) {
 			return msg
 		}},
 	)
-	if msg != "" {
-		c.out.Err(msg)
-		return
-	}
-	t := c.srv.locks.Hold(req)
+	return req, msg
+}
+
+// awaitAnswer waits for t to be answered, watching the client meanwhile. It
+// is false when the client went away first: the request is abandoned.
+func (c *conn) awaitAnswer(t lockmod.Ticket) bool {
 	select {
 	case <-t.Done():
+		return true
 	default:
-		w := c.watchGone()
-		select {
-		case <-t.Done():
-		case <-w.Gone():
-			// Never grant to a request whose client is known gone; should
-			// the grant have won the race, the lease stays live for a
-			// retry with the same reqid (LOCK-03) or runs out. Nor run
-			// what the client pipelined behind this request: it is gone.
-			t.Abandon()
-			c.closing = true
-		}
-		w.stop(c)
-		select {
-		case <-t.Done():
-		default:
-			return // the client is gone: nobody to answer
-		}
 	}
-	g, err := t.Result()
-	switch {
-	case errors.Is(err, lockmod.ErrAbandoned):
-		return // withdrawn because the client went away: nobody to answer
-	case errors.Is(err, lockmod.ErrNotGranted):
-		c.out.NullArray()
-	case err != nil:
-		c.lockError(err)
+	w := c.watchGone()
+	select {
+	case <-t.Done():
+	case <-w.Gone():
+		// Never grant to a request whose client is known gone; should
+		// the grant have won the race, the lease stays live for a
+		// retry with the same reqid (LOCK-03) or runs out. Nor run
+		// what the client pipelined behind this request: it is gone.
+		t.Abandon()
+		c.closing = true
+	}
+	w.stop(c)
+	select {
+	case <-t.Done():
+		return true
 	default:
-		var id [32]byte
-		c.out.Array(3)
-		c.out.Bulk(g.AppendLeaseID(id[:0]))
-		c.out.Int(int64(g.Fence))
-		c.out.Int(ms(g.TTLLeft))
+		return false
 	}
 }
 

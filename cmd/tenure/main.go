@@ -30,112 +30,155 @@ func main() {
 const shutdownGrace = 30 * time.Second
 
 func run(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tenure", flag.ContinueOnError)
-	var (
-		addr      = fs.String("addr", "127.0.0.1:6379", "`HOST:PORT` to listen on")
-		dir       = fs.String("dir", "./data", "data `directory`")
-		fsync     = fs.String("fsync", "everysec", "durability: always, everysec or no")
-		usersFile = fs.String("users", "", "users `file`: lines of `user NAME ROLE sha256:HEX`")
-		insecure  = fs.Bool("insecure", false, "allow a non-loopback address without a users file")
-		maxConns  = fs.Int("max-clients", 10000, "most connections at once")
-		maxBulk   = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk string a client may send, in `bytes`")
-		logLevel  = fs.String("log-level", "info", "debug, info, warn or error")
-		logFormat = fs.String("log-format", "text", "log lines as text (key=value) or json")
-		metrics   = fs.String("metrics-addr", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics")
-		tlsCert   = fs.String("tls-cert", "", "serve TLS with this PEM certificate `file` (with --tls-key)")
-		tlsKey    = fs.String("tls-key", "", "PEM private key `file` of --tls-cert")
-		tlsCA     = fs.String("tls-client-ca", "", "require client certificates signed by the CAs in this PEM `file`")
-	)
-	// A bad flag is one line of error (SPEC §9); only -h prints the usage.
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "tenure: %v\n", err)
-		return 2
+	f, code, ok := parseFlags(args, stderr)
+	if !ok {
+		return code
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "tenure: %v\n", err)
 		return 1
 	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	}
-	mode, err := kv.ParseFsyncMode(*fsync)
+	cfg, err := f.config(stderr)
 	if err != nil {
 		return fail(err)
 	}
+	if err := serve(cfg, f.addr, f.metrics); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// flags are tenure's command line (SPEC §9).
+type flags struct {
+	addr, dir, fsync, usersFile string
+	insecure                    bool
+	maxConns                    int
+	maxBulk                     int64
+	logLevel, logFormat         string
+	metrics                     string
+	tlsCert, tlsKey, tlsCA      string
+}
+
+// parseFlags reads args. A bad flag is one line of error (SPEC §9); only -h
+// prints the usage. When ok is false, run returns code.
+func parseFlags(args []string, stderr io.Writer) (f flags, code int, ok bool) {
+	fs := flag.NewFlagSet("tenure", flag.ContinueOnError)
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:6379", "`HOST:PORT` to listen on")
+	fs.StringVar(&f.dir, "dir", "./data", "data `directory`")
+	fs.StringVar(&f.fsync, "fsync", "everysec", "durability: always, everysec or no")
+	fs.StringVar(&f.usersFile, "users", "", "users `file`: lines of `user NAME ROLE sha256:HEX`")
+	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback address without a users file")
+	fs.IntVar(&f.maxConns, "max-clients", 10000, "most connections at once")
+	fs.Int64Var(&f.maxBulk, "proto-max-bulk-len", 512<<20, "largest bulk string a client may send, in `bytes`")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log lines as text (key=value) or json")
+	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this PEM certificate `file` (with --tls-key)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.StringVar(&f.tlsCA, "tls-client-ca", "", "require client certificates signed by the CAs in this PEM `file`")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return f, 0, false
+		}
+		fmt.Fprintf(stderr, "tenure: %v\n", err)
+		return f, 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tenure: %v\n", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+		return f, 1, false
+	}
+	return f, 0, true
+}
+
+// config checks the flags against each other and reads the files they
+// name, in the order a user meets the errors; the logger writes to stderr.
+func (f flags) config(stderr io.Writer) (resp.Config, error) {
+	mode, err := kv.ParseFsyncMode(f.fsync)
+	if err != nil {
+		return resp.Config{}, err
+	}
 	level := new(slog.LevelVar)
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fail(fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel))
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return resp.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
-	if *logFormat != "text" && *logFormat != "json" {
-		return fail(fmt.Errorf("--log-format %q: want text or json", *logFormat))
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return resp.Config{}, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
 	}
-	if *maxConns < 1 {
-		return fail(fmt.Errorf("--max-clients must be at least 1"))
+	if f.maxConns < 1 {
+		return resp.Config{}, fmt.Errorf("--max-clients must be at least 1")
 	}
-	if *maxBulk < 1 {
-		return fail(fmt.Errorf("--proto-max-bulk-len must be at least 1"))
+	if f.maxBulk < 1 {
+		return resp.Config{}, fmt.Errorf("--proto-max-bulk-len must be at least 1")
 	}
 	var users *resp.Users
-	if *usersFile != "" {
-		if users, err = resp.LoadUsers(*usersFile); err != nil {
-			return fail(err)
+	if f.usersFile != "" {
+		if users, err = resp.LoadUsers(f.usersFile); err != nil {
+			return resp.Config{}, err
 		}
 	}
-	var tlsConfig *tls.Config
-	switch {
-	case (*tlsCert == "") != (*tlsKey == ""):
-		return fail(fmt.Errorf("--tls-cert and --tls-key go together"))
-	case *tlsCA != "" && *tlsCert == "":
-		return fail(fmt.Errorf("--tls-client-ca needs --tls-cert and --tls-key"))
-	case *tlsCert != "":
-		if tlsConfig, err = resp.LoadTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
-			return fail(err)
-		}
+	tlsConfig, err := f.tls()
+	if err != nil {
+		return resp.Config{}, err
 	}
-	if users == nil && !*insecure && !isLoopback(*addr) {
-		return fail(fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", *addr))
+	if users == nil && !f.insecure && !isLoopback(f.addr) {
+		return resp.Config{}, fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", f.addr)
 	}
 	// The metrics listener follows the same rule: without users, only
 	// loopback unless --insecure.
-	if *metrics != "" && users == nil && !*insecure && !isLoopback(*metrics) {
-		return fail(fmt.Errorf("refusing to serve metrics on %s without a users file (--users); pass --insecure to do it anyway", *metrics))
+	if f.metrics != "" && users == nil && !f.insecure && !isLoopback(f.metrics) {
+		return resp.Config{}, fmt.Errorf("refusing to serve metrics on %s without a users file (--users); pass --insecure to do it anyway", f.metrics)
 	}
 	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
-	if *logFormat == "json" {
+	if f.logFormat == "json" {
 		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	}
-	log := slog.New(handler)
-
-	srv, err := resp.Open(resp.Config{
-		Dir:        *dir,
+	return resp.Config{
+		Dir:        f.dir,
 		Fsync:      mode,
-		MaxClients: *maxConns,
-		Limits:     resp.Limits{MaxBulkLen: *maxBulk},
-		Logger:     log,
+		MaxClients: f.maxConns,
+		Limits:     resp.Limits{MaxBulkLen: f.maxBulk},
+		Logger:     slog.New(handler),
 		Users:      users,
 		LogLevel:   level,
 		TLS:        tlsConfig,
-	})
-	if err != nil {
-		return fail(err)
+	}, nil
+}
+
+// tls is the TLS configuration the --tls flags ask for, nil for none.
+func (f flags) tls() (*tls.Config, error) {
+	switch {
+	case (f.tlsCert == "") != (f.tlsKey == ""):
+		return nil, fmt.Errorf("--tls-cert and --tls-key go together")
+	case f.tlsCA != "" && f.tlsCert == "":
+		return nil, fmt.Errorf("--tls-client-ca needs --tls-cert and --tls-key")
+	case f.tlsCert != "":
+		return resp.LoadTLS(f.tlsCert, f.tlsKey, f.tlsCA)
 	}
-	ln, err := net.Listen("tcp", *addr)
+	return nil, nil
+}
+
+// serve opens the store, listens on addr (and metricsAddr, if set), and
+// serves until SIGINT or SIGTERM, or SHUTDOWN, has shut the server down.
+func serve(cfg resp.Config, addr, metricsAddr string) error {
+	log := cfg.Logger
+	srv, err := resp.Open(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		srv.Shutdown(context.Background())
-		return fail(err)
+		return err
 	}
-	if *metrics != "" {
-		mln, err := net.Listen("tcp", *metrics)
+	if metricsAddr != "" {
+		mln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
 			ln.Close()
 			srv.Shutdown(context.Background())
-			return fail(fmt.Errorf("--metrics-addr: %w", err))
+			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 		// The server owns it: Shutdown stops it.
 		go func() {
@@ -158,9 +201,9 @@ func run(args []string, stderr io.Writer) int {
 		}
 	}()
 	if err := srv.Serve(ln); !errors.Is(err, resp.ErrServerClosed) {
-		return fail(err)
+		return err
 	}
-	return 0
+	return nil
 }
 
 // isLoopback says whether addr's host is a loopback address or name.
