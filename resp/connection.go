@@ -421,10 +421,7 @@ func sortConns(list []*conn) {
 	slices.SortFunc(list, func(a, b *conn) int { return cmp.Compare(a.id, b.id) })
 }
 
-const (
-	errNotInteger = "value is not an integer or out of range"
-	errClientName = "Client names cannot contain spaces, newlines or special characters."
-)
+const errClientName = "Client names cannot contain spaces, newlines or special characters."
 
 // exists says whether name is a user, for CLIENT KILL USER. As in Redis,
 // "default" always is: it is who a connection is before AUTH.

@@ -12,6 +12,7 @@
 // # Where things are
 //
 //	listener.go    Config, Open, Serve, Shutdown: the listener and its connections
+//	backends.go    the wiring of kv and lockmod that Open does
 //	connloop.go    one connection: read a batch, run it, flush; the watcher of a blocked client
 //	reader.go      RESP requests read with bounded buffers (SPEC §7)
 //	dispatch.go    lookup in the table, arity and role checked once

@@ -103,27 +103,11 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = lockmod.SystemClock()
 	}
-	store, err := kv.Open(cfg.Dir, kv.Options{
-		FS:          cfg.FS,
-		Fsync:       cfg.Fsync,
-		Logger:      cfg.Logger,
-		MaxValueLen: cfg.Limits.MaxBulkLen,
-	})
+	metrics := newMetrics()
+	store, locks, epoch, err := openBackends(cfg, metrics)
 	if err != nil {
 		return nil, err
 	}
-	epoch, err := store.BumpEpoch()
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("bump epoch in %s: %w", cfg.Dir, err)
-	}
-	metrics := newMetrics()
-	locks := lockmod.New(lockmod.Config{
-		Clock:    cfg.Clock,
-		Epoch:    epoch,
-		Bumper:   store,
-		Observer: leaseObserver{m: metrics, log: cfg.Logger},
-	})
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,

@@ -101,4 +101,7 @@ func appendLine(b []byte, s string) []byte {
 	return b
 }
 
+// errNotInteger is Redis's reply to a number it cannot read.
+const errNotInteger = "value is not an integer or out of range"
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
