@@ -75,10 +75,10 @@
 // key's name and its reqid (an SDK's 32-hex-character reqid kept as its 16
 // bytes), an 8-byte slot in each of three hash tables (keys, reqids, lease
 // ids) that name requests by a 32-bit ref into the slab, a 4-byte ref in the
-// event heap, and a 16-byte entry in the order that List walks: about 205
-// bytes of heap a lease, at 100,000 leases as at a million, with a
-// 22-character name (TestMemoryPerLiveLease; it was ~255 and ~296 with Go
-// maps, a heap allocation per request and the reqid kept as text). A HOLD
+// event heap, and a 16-byte entry in the order that List walks. What that
+// comes to is measured by TestMemoryPerLiveLease and given once, in
+// docs/operating.md; it was a quarter to a half more with Go maps, a heap
+// allocation per request and the reqid kept as text. A HOLD
 // granted at once allocates nothing else — no Ticket, no lease id string —
 // so a store filling up makes little garbage, and the process's RSS stays
 // close to its live heap (see slab, table, Ticket, Grant.AppendLeaseID).

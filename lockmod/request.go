@@ -45,8 +45,8 @@ const (
 // request is one reqid's whole story on one (lock, key): a place in line,
 // then a lease, then the memory of how the lease ended. One struct serves all
 // three, and what most leases never need sits apart in *rare, so that a plain
-// live lease is one 88-byte place in the slab and one small string (the
-// budget at a million leases is ~300 bytes a lease, tables included).
+// live lease is one 88-byte place in the slab and one small string (see
+// "Memory" in the package doc).
 type request struct {
 	// text is the key's name (see keyName), then the reqid as kept (see
 	// appendReqKey): one allocation for both.
