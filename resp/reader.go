@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"math"
 
 	"github.com/tenure-db/tenure/internal/redistext"
 )
@@ -377,17 +376,4 @@ func unhex(c byte) byte {
 func parseInt(b []byte) (int64, bool) { return redistext.ParseInt(b) }
 
 // parseDigits reads an unsigned decimal of digits only, refusing overflow.
-func parseDigits(b []byte) (uint64, bool) {
-	var n uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		d := uint64(ch - '0')
-		if n > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	return n, true
-}
+func parseDigits(b []byte) (uint64, bool) { return redistext.ParseDigits(b) }

@@ -27,16 +27,9 @@ func ParseInt(b []byte) (int64, bool) {
 	if b[0] < '1' || b[0] > '9' {
 		return 0, false
 	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
+	v, ok := ParseDigits(b)
+	if !ok {
+		return 0, false
 	}
 	if neg {
 		if v > 1<<63 {
@@ -48,6 +41,23 @@ func ParseInt(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(v), true
+}
+
+// ParseDigits reads an unsigned decimal of digits only (leading zeros
+// allowed, no sign), refusing overflow: SCAN's cursor, SET's FENCE.
+func ParseDigits(b []byte) (uint64, bool) {
+	var n uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
 }
 
 // maxFloatChars is Redis's MAX_LONG_DOUBLE_CHARS: longer strings are not
