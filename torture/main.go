@@ -5,7 +5,8 @@
 // counter per key under its lease, GET then SET … FENCE. Meanwhile the
 // nemesis SIGKILLs and restarts the server, freezes client processes with
 // SIGSTOP and thaws them, cuts connections, swallows replies, and opens
-// bursts of connections. Then it checks the history:
+// bursts of connections. It is a test harness, not a benchmark (that is
+// bench) and not part of the server. Then it checks the history:
 //
 //   - (a) what holders believed: the interval from fn's start to its end or
 //     the holder's deadline (SPEC §8), on CLOCK_MONOTONIC, never overlaps

@@ -2,7 +2,8 @@
 // histories are checked against for linearizability with porcupine: the
 // lease lock of one (lock, key) (Leases) and a string key written with
 // SET … FENCE (FencedRegister). The lock tests of package resp and the
-// torture harness share them.
+// torture harness share them. They are models for a checker, not an
+// implementation: nothing in the server runs them.
 //
 // Both models are honest about what a history cannot tell:
 //

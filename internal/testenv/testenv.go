@@ -1,4 +1,6 @@
-// Package testenv answers what tests ask about the binary they run in.
+// Package testenv answers what tests ask about the binary they run in
+// (was it built with -race?). It is for tests only, and is not where test
+// servers are started: that is resptest.
 package testenv
 
 import "runtime/debug"

@@ -1,6 +1,7 @@
 // Package resptest starts real tenure servers inside a test process, on
 // 127.0.0.1:0 with a real Pebble directory, as net/http/httptest does for
-// HTTP handlers. Tests talk to them with go-redis or raw TCP.
+// HTTP handlers. Tests talk to them with go-redis or raw TCP. It is for
+// tests, not for embedding a server in a program: that is resp.Open.
 package resptest
 
 import (
