@@ -152,7 +152,7 @@ func (c *conn) writeCommandDocs(cmd *command) {
 	c.out.BulkString(cmp.Or(cmd.Since, "1.0.0"))
 	c.out.BulkString("group")
 	c.out.BulkString(cmd.Group)
-	c.writeDocsExtra(cmd) // complexity, arguments: see docs.go
+	c.writeDocsExtra(cmd) // complexity, arguments: see commanddocs.go
 	if cmd.Subcommands != nil {
 		c.out.BulkString("subcommands")
 		subs := sortedNames(cmd.Subcommands)
