@@ -1,0 +1,211 @@
+//! The Rust SDK of tenure's lock module: leases with fencing tokens, held
+//! while a closure runs. The SDK waits in line for the key, renews the lease
+//! on a thread of its own while the closure runs, lets the key go when the
+//! closure returns or panics, and tells the truth about what happened:
+//!
+//! ```
+//! # use std::time::Duration;
+//! # use tenure_locks::{Error, ErrorKind};
+//! # fn main() -> Result<(), Error> {
+//! # let server = doc_server::Tenure::start();
+//! # let url = server.url();
+//! # struct Model;
+//! # impl Model {
+//! #     fn summarize(&self, messages: &[&str]) -> Result<String, Error> { Ok(messages.join(" / ")) }
+//! # }
+//! # let (model, messages, chat_id) = (Model, ["hello", "are we shipping friday?", "yes"], "chat-42");
+//! let store = tenure_locks::Store::connect(&url)?; // e.g. "redis://127.0.0.1:6379"
+//! let summaries = store.lock("summaries").ttl(Duration::from_secs(30)).open()?;
+//!
+//! // The summary is saved with the lease's fence: a worker that lost its
+//! // lease while the model ran cannot overwrite a newer summary (LOCK-12).
+//! let save_summary = |chat_id: &str, text: &str, fence: u64| {
+//!     store.call(&["SET", &format!("summary:{chat_id}"), text, "FENCE", &fence.to_string()]).map(drop)
+//! };
+//!
+//! summaries.hold(chat_id, |lease| {
+//!     let text = model.summarize(&messages)?;
+//!     if lease.lost() {
+//!         return Err(Error::new(ErrorKind::Lost, "the summary was late")); // revoked at max_hold, or expired
+//!     }
+//!     save_summary(chat_id, &text, lease.fence())
+//! })?;
+//! # let saved = store.call(&["GET", "summary:chat-42"])?;
+//! # assert_eq!(saved.as_str(), Some("hello / are we shipping friday? / yes"));
+//! # Ok(())
+//! # }
+//! # mod doc_server {
+//! #     // The doc test runs against a real server, built from this repository.
+//! #     use std::io::{BufRead, BufReader};
+//! #     use std::process::{Child, Command, Stdio};
+//! #     pub struct Tenure { child: Child, addr: String, dir: std::path::PathBuf }
+//! #     impl Tenure {
+//! #         pub fn start() -> Tenure {
+//! #             let dir = std::env::temp_dir().join(format!("tenure-locks-doctest-{}", std::process::id()));
+//! #             let bin = dir.join("tenure");
+//! #             let built = Command::new("go").args(["build", "-o"]).arg(&bin).arg("./cmd/tenure")
+//! #                 .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).status().expect("go build");
+//! #             assert!(built.success(), "go build ./cmd/tenure failed");
+//! #             let mut child = Command::new(&bin).args(["--addr", "127.0.0.1:0", "--dir"]).arg(dir.join("data"))
+//! #                 .stderr(Stdio::piped()).spawn().expect("start tenure");
+//! #             let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+//! #             let addr = lines.by_ref().map_while(Result::ok)
+//! #                 .find_map(|l| Some(l.split(" addr=").nth(1)?.split(' ').next()?.to_owned()))
+//! #                 .expect("tenure said where it listens");
+//! #             std::thread::spawn(move || lines.for_each(drop));
+//! #             Tenure { child, addr, dir }
+//! #         }
+//! #         pub fn url(&self) -> String { format!("redis://{}", self.addr) }
+//! #     }
+//! #     impl Drop for Tenure {
+//! #         fn drop(&mut self) {
+//! #             let _ = self.child.kill();
+//! #             let _ = self.child.wait();
+//! #             let _ = std::fs::remove_dir_all(&self.dir);
+//! #         }
+//! #     }
+//! # }
+//! ```
+//!
+//! What it is for: making sure that, most of the time, one worker does a
+//! piece of work, and learning when that could not be made sure. What it is
+//! not for: a lease cannot stop a closure that does not look at
+//! [`Lease::lost`] (or wait on [`Lease::wait_lost`]), nor a write already on
+//! the wire. A holder that froze past its ttl may still write after the next
+//! holder got the key: whatever it writes to must check the fence. tenure's
+//! own keys do with `SET … FENCE` (LOCK-12), other systems by comparing
+//! fences. A lease's fence is larger than every fence granted before it
+//! (LOCK-02), restarts of the store included.
+//!
+//! # When a lease is lost
+//!
+//! [`Lease::lost`] turns true, and [`Lease::wait_lost`] returns:
+//!
+//! - when a renewal is answered `-LOST`: the store restarted (`unknown
+//!   lease`), an admin revoked the lease (`revoked by admin`), it ran out
+//!   (`expired`) or reached MAXHOLD (`revoked maxhold`);
+//! - when the holder's deadline passes without a successful renewal
+//!   (`expired`), or MaxHold less the margin is reached (`revoked maxhold`).
+//!
+//! Once the closure returns, [`Lock::hold`] returns [`ErrorKind::Lost`] with
+//! that [`reason`](Error::reason) even if the closure returned `Ok`: another
+//! holder may have run beside it. `lost()` compares the holder's deadline
+//! with the clock on every call, so a process that wakes from a pause past
+//! its deadline sees the loss at once. A reason the holder knows stands: the
+//! final RELEASE's answer replaces it only when it tells more (an admin's
+//! revoke that came first, a restart of the store).
+//!
+//! # Keeping a lease (SPEC §8)
+//!
+//! Each hold draws one request id, 128 random bits from `/dev/urandom`, and
+//! sends it with every HOLD it makes: a network error or a lost reply is
+//! retried with the same id, on whatever pooled connection is free, and the
+//! store answers the lease it already gave rather than a second one
+//! (LOCK-03). Waiting in line is a chain of HOLDs with that id, each waiting
+//! a chunk of half the read timeout ([`Options::read_timeout`]), each sent
+//! once half of the previous one has passed: the store answers the older
+//! one `superseded`, so the place in line never lapses and no later waiter
+//! is served first (LOCK-08).
+//!
+//! The holder's deadline is the send time of the last HOLD or RENEW that
+//! succeeded, plus the ttl the store answered, less a margin (default
+//! min(ttl/10, 2 s)), capped at the grant + MaxHold − margin; all on the
+//! monotonic clock ([`std::time::Instant`]). The holder gives up before the
+//! store does. A HOLD that waited in line is renewed before the closure
+//! starts, since its send time may be far behind its grant.
+//!
+//! A thread per hold renews the lease while the closure runs: at the latest
+//! ttl/3 after the last success; after a failure, again at least every
+//! ttl/10, each attempt on a thread of its own (one whose reply is lost
+//! does not hold up the next), until the holder's deadline. When the closure
+//! returns or panics, renewal stops and the lease is released with its id,
+//! retried until the deadline; then hold returns, or the panic resumes. hold
+//! joins every thread it started.
+//!
+//! # Connections
+//!
+//! [`Store`] keeps a small pool of TCP connections, with connect, read and
+//! write timeouts ([`Options`]), authenticated with the URL's user and
+//! password (`redis://user:password@host:port`). A connection that fails is
+//! closed and a new one dialed for the next command. A hold waiting in line
+//! keeps one or two connections busy; renewals take one now and then.
+
+mod client;
+mod error;
+mod lease;
+mod lock;
+pub mod resp;
+mod wire;
+
+use std::sync::Arc;
+
+pub use client::Options;
+pub use error::{reason, Error, ErrorKind};
+pub use lease::Lease;
+pub use lock::{Lock, LockBuilder};
+pub use resp::{ProtocolError, Value};
+
+/// A tenure store, reached over a pool of connections. Clones share the
+/// pool; it is closed when the last clone is dropped.
+#[derive(Clone)]
+pub struct Store {
+    pool: Arc<client::Pool>,
+}
+
+impl Store {
+    /// Connects to the store at `url`, `redis://[user:password@]host[:port]`
+    /// (port 6379 unless given), with the default [`Options`]. It dials one
+    /// connection, authenticates and pings, so that a wrong address or
+    /// password is an error here.
+    pub fn connect(url: &str) -> Result<Store, Error> {
+        Store::connect_with(url, Options::default())
+    }
+
+    /// [`connect`](Store::connect) with the given options.
+    pub fn connect_with(url: &str, options: Options) -> Result<Store, Error> {
+        options.check()?;
+        let address = client::Address::parse(url)?;
+        let store = Store {
+            pool: Arc::new(client::Pool::new(address, options)),
+        };
+        store
+            .call(&["PING"])
+            .map_err(|e| e.context(format!("connect {}", redact(url))))?;
+        Ok(store)
+    }
+
+    /// The lock called `name` (1 to 256 bytes), with the options set on the
+    /// builder: `store.lock("summaries").ttl(Duration::from_secs(30)).open()?`.
+    pub fn lock(&self, name: &str) -> LockBuilder {
+        LockBuilder::new(self.clone(), name)
+    }
+
+    /// Sends any command on one of the store's connections and returns its
+    /// reply; an error reply is an `Err` ([`ErrorKind::Lost`] for `-LOST`,
+    /// [`ErrorKind::Denied`] for `NOPERM`, `NOAUTH` and `WRONGPASS`,
+    /// [`ErrorKind::Store`] for any other). A network failure is
+    /// [`ErrorKind::Io`], and the command may or may not have run: call
+    /// does not retry it.
+    pub fn call<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
+        match self.pool.call(args)? {
+            Value::Error(e) => Err(Error::from_reply(&e)),
+            v => Ok(v),
+        }
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+/// The URL without its password, for error messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}

@@ -1,0 +1,482 @@
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::OnceLock;
+use std::thread::{self, Scope};
+use std::time::{Duration, Instant};
+
+use crate::error::{reason, Error, ErrorKind};
+use crate::lease::{keep, Lease};
+use crate::wire::{attempts, new_reqid, Attempts, Ended, Event, Grant, Outcome};
+use crate::Store;
+
+/// Ranges of SPEC §3.
+const MIN_TTL: Duration = Duration::from_secs(1);
+const MAX_TTL: Duration = Duration::from_secs(3600);
+const MIN_MAX_HOLD: Duration = Duration::from_secs(1);
+const MAX_MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
+const MAX_LOCK_LEN: usize = 256;
+const MAX_KEY_LEN: usize = 1024;
+
+const DEFAULT_TTL: Duration = Duration::from_secs(10);
+/// The default margin is min(ttl/10, MAX_MARGIN).
+const MAX_MARGIN: Duration = Duration::from_secs(2);
+/// While waiting in line, a HOLD whose answer was lost is tried again at
+/// least this often (and at least every ttl/10), so that the place, which
+/// lingers for a second after its request's connection closes, is resumed.
+const MAX_WAIT_RETRY: Duration = Duration::from_millis(250);
+
+/// The options of a [`Lock`], checked by [`open`](LockBuilder::open).
+#[must_use = "a LockBuilder does nothing until open() is called"]
+pub struct LockBuilder {
+    store: Store,
+    name: String,
+    ttl: Duration,
+    max_hold: Option<Duration>,
+    wait: Option<Duration>,
+    margin: Option<Duration>,
+}
+
+impl LockBuilder {
+    pub(crate) fn new(store: Store, name: &str) -> LockBuilder {
+        LockBuilder {
+            store,
+            name: name.to_owned(),
+            ttl: DEFAULT_TTL,
+            max_hold: None,
+            wait: None,
+            margin: None,
+        }
+    }
+
+    /// How long a lease lasts without a renewal: from 1 s to 1 h, default
+    /// 10 s. A frozen or crashed holder's key returns to the line within one
+    /// ttl; a pause longer than about 2/3 of it loses a lease that is still
+    /// working.
+    pub fn ttl(mut self, d: Duration) -> LockBuilder {
+        self.ttl = d;
+        self
+    }
+
+    /// Caps every lease at `d` after its grant, renewals notwithstanding
+    /// (LOCK-07): the store revokes it then, and the SDK gives it up a
+    /// margin earlier, reporting it lost with reason `revoked maxhold`.
+    /// From 1 s to 24 h; default: no cap.
+    pub fn max_hold(mut self, d: Duration) -> LockBuilder {
+        self.max_hold = Some(d);
+        self
+    }
+
+    /// Bounds the time [`Lock::hold`] waits in line; once it has elapsed,
+    /// hold returns [`ErrorKind::NotHeld`]. Default: no bound. `wait(0)`
+    /// makes hold behave as [`Lock::try_hold`].
+    pub fn wait(mut self, d: Duration) -> LockBuilder {
+        self.wait = Some(d);
+        self
+    }
+
+    /// How long before the store's deadline the holder gives a lease up:
+    /// default min(ttl/10, 2 s). Raise it when the holder's clock may run
+    /// slow against the store's, or when the closure needs time to stop
+    /// once the lease is lost; it must stay under half the ttl and under
+    /// MaxHold.
+    pub fn margin(mut self, d: Duration) -> LockBuilder {
+        self.margin = Some(d);
+        self
+    }
+
+    /// The lock, if every option is in range. It sends nothing.
+    pub fn open(self) -> Result<Lock, Error> {
+        let bad = |why: String| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("open {:?}: {why}", self.name),
+            )
+        };
+        if self.name.is_empty() || self.name.len() > MAX_LOCK_LEN {
+            return Err(bad(format!("lock name must be 1 to {MAX_LOCK_LEN} bytes")));
+        }
+        if !(MIN_TTL..=MAX_TTL).contains(&self.ttl) {
+            return Err(bad(format!(
+                "ttl {:?}: must be from {MIN_TTL:?} to {MAX_TTL:?}",
+                self.ttl
+            )));
+        }
+        if let Some(m) = self.max_hold {
+            if !(MIN_MAX_HOLD..=MAX_MAX_HOLD).contains(&m) {
+                return Err(bad(format!(
+                    "max_hold {m:?}: must be from {MIN_MAX_HOLD:?} to {MAX_MAX_HOLD:?}"
+                )));
+            }
+        }
+        let margin = self.margin.unwrap_or((self.ttl / 10).min(MAX_MARGIN));
+        if margin >= self.ttl / 2 {
+            return Err(bad(format!(
+                "margin {margin:?}: must be under half the ttl ({:?})",
+                self.ttl
+            )));
+        }
+        if matches!(self.max_hold, Some(m) if margin >= m) {
+            return Err(bad(format!(
+                "margin {margin:?}: must be under max_hold ({:?})",
+                self.max_hold.unwrap()
+            )));
+        }
+        let chunk = (self.store.pool.options().read_timeout / 2).max(Duration::from_millis(1));
+        Ok(Lock {
+            store: self.store,
+            name: self.name,
+            ttl: self.ttl,
+            max_hold: self.max_hold,
+            wait: self.wait,
+            margin,
+            chunk,
+        })
+    }
+}
+
+/// One named lock of a store, with the options its leases are held with.
+/// It holds no connection of its own; share it between threads by
+/// reference (it is `Sync`) or clone it.
+#[derive(Clone)]
+pub struct Lock {
+    pub(crate) store: Store,
+    pub(crate) name: String,
+    pub(crate) ttl: Duration,
+    pub(crate) max_hold: Option<Duration>,
+    wait: Option<Duration>,
+    pub(crate) margin: Duration,
+    /// WAIT of each HOLD sent while waiting in line: half the read timeout
+    chunk: Duration,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.name)
+            .field("ttl", &self.ttl)
+            .field("max_hold", &self.max_hold)
+            .field("wait", &self.wait)
+            .field("margin", &self.margin)
+            .finish()
+    }
+}
+
+impl Lock {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Waits in line for `key`, then runs `f` while holding it, renewing the
+    /// lease on a thread of the SDK's own, and lets the key go when `f`
+    /// returns or panics.
+    ///
+    /// Returns:
+    /// - `f`'s value, or its error, if the lease was held until `f`
+    ///   returned (an error of this crate as it is, any other as
+    ///   [`ErrorKind::Other`]);
+    /// - [`ErrorKind::Lost`] with the [`reason`](Error::reason) if the lease
+    ///   was lost before `f` returned, **even if `f` returned `Ok`**: another
+    ///   holder may have run beside it. `f`'s own error, if any, is kept
+    ///   beside it ([`Error::closure_error`]);
+    /// - [`ErrorKind::NotHeld`], without running `f`, if the wait elapsed;
+    /// - another error, without running `f`, if the store refused the
+    ///   request ([`ErrorKind::Denied`] for a read-only user) or could not
+    ///   be reached for a whole ttl.
+    ///
+    /// A panic in `f` resumes once the key is let go. hold returns once
+    /// every command it sent has answered or failed: with a network that
+    /// swallows replies, that is bounded by the read timeout.
+    pub fn hold<T, E, F>(&self, key: &str, f: F) -> Result<T, Error>
+    where
+        F: FnOnce(&Lease) -> Result<T, E>,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.run(key, f, false)
+    }
+
+    /// [`hold`](Lock::hold) that does not wait in line: if `key` is held it
+    /// returns [`ErrorKind::NotHeld`] at once, without running `f`.
+    pub fn try_hold<T, E, F>(&self, key: &str, f: F) -> Result<T, Error>
+    where
+        F: FnOnce(&Lease) -> Result<T, E>,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.run(key, f, true)
+    }
+
+    fn run<T, E, F>(&self, key: &str, f: F, try_once: bool) -> Result<T, Error>
+    where
+        F: FnOnce(&Lease) -> Result<T, E>,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let what = format!("hold {} {key:?}", self.name);
+        if key.is_empty() || key.len() > MAX_KEY_LEN {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("{what}: key must be 1 to {MAX_KEY_LEN} bytes"),
+            ));
+        }
+        // The lease lives outside the scope, so that the scope's threads
+        // (the keeper, the attempts) may borrow it.
+        let slot: OnceLock<Lease> = OnceLock::new();
+        let outcome = thread::scope(|s| {
+            let g = self
+                .acquire(s, key, try_once)
+                .map_err(|e| e.context(&what))?;
+            let lease = slot.get_or_init(|| Lease::new(self, key, &g));
+
+            // A HOLD that waited in line was granted after it was sent,
+            // which is what its deadline counts from. Renew before f starts
+            // rather than start f on a deadline that may soon pass.
+            if g.sent.elapsed() >= self.ttl / 3 {
+                self.renew_before_use(s, lease, &g)
+                    .map_err(|e| e.context(&what))?;
+            }
+
+            let chan = Attempts::new();
+            let stop = chan.tx.clone();
+            let keeper = s.spawn(move || keep(s, self, lease, chan));
+            let result = panic::catch_unwind(AssertUnwindSafe(|| f(lease)));
+            let _ = stop.send(Event::Stop);
+            let _ = keeper.join();
+            let lost = self.let_go(s, lease);
+            Ok::<_, Error>((result, lost))
+        });
+        let (result, lost) = outcome?;
+        match (result, lost) {
+            (Err(payload), _) => panic::resume_unwind(payload),
+            (Ok(Ok(v)), None) => Ok(v),
+            (Ok(Ok(_)), Some(lost)) => Err(lost.context(&what)),
+            (Ok(Err(e)), None) => Err(Error::from_closure(e.into())),
+            (Ok(Err(e)), Some(lost)) => Err(lost
+                .context(&what)
+                .with_closure_error(Error::from_closure(e.into()))),
+        }
+    }
+
+    /// Gets `key` for one request id (SPEC §8). Waiting in line is a chain
+    /// of HOLDs with that id, each waiting one chunk (half the read
+    /// timeout, so that its answer comes before the read gives up), each
+    /// sent before the previous one's WAIT runs out: the store answers the
+    /// older one "superseded" and the place in line never lingers, so no
+    /// later waiter is served first (LOCK-08). Whichever answer carries the
+    /// grant wins; a duplicate is the same lease (LOCK-03). A network error
+    /// or lost answer is retried with the same id, on whatever connection
+    /// the pool hands out.
+    fn acquire<'scope, 'env>(
+        &'env self,
+        s: &'scope Scope<'scope, 'env>,
+        key: &'env str,
+        try_once: bool,
+    ) -> Result<Grant, Error> {
+        let reqid = new_reqid()?;
+        let start = Instant::now();
+        let wait_until = match self.wait {
+            _ if try_once => Some(start),
+            Some(w) => Some(start + w),
+            None => None,
+        };
+        let retry_every = (self.ttl / 10).min(MAX_WAIT_RETRY);
+        let (tx, rx) = mpsc::channel::<Outcome<Option<Grant>>>();
+        let mut in_flight = 0;
+        let mut next_send = Some(start);
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            if next_send.is_some_and(|t| now >= t) {
+                let wait = match wait_until {
+                    Some(until) => self.chunk.min(until.saturating_duration_since(now)),
+                    None => self.chunk,
+                };
+                // The next chunk goes out once half of this one has passed;
+                // the last chunk of a bounded wait needs no successor.
+                next_send = match wait_until {
+                    _ if wait.is_zero() => None,
+                    Some(until) if now + wait >= until => None,
+                    _ => Some(now + wait / 2),
+                };
+                in_flight += 1;
+                let (tx, reqid) = (tx.clone(), reqid.clone());
+                s.spawn(move || {
+                    let _ = tx.send(self.send_hold(key, &reqid, wait));
+                });
+            }
+            let out = match next_send {
+                Some(t) => match rx.recv_timeout(t.saturating_duration_since(Instant::now())) {
+                    Ok(out) => out,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => unreachable!("acquire holds a sender"),
+                },
+                None => rx.recv().expect("acquire holds a sender"),
+            };
+            in_flight -= 1;
+            let now = Instant::now();
+            let elapsed = wait_until.is_some_and(|u| now >= u);
+            match out.result {
+                Ok(Some(g)) => return Ok(g),
+                Ok(None) => {
+                    // Not granted within its WAIT; the place lingers.
+                    failing_since = None;
+                    if elapsed && in_flight == 0 {
+                        return Err(match self.wait {
+                            Some(w) if !try_once => {
+                                Error::new(ErrorKind::NotHeld, format!("waited {w:?}"))
+                            }
+                            _ => Error::new(ErrorKind::NotHeld, "held by another"),
+                        });
+                    }
+                }
+                Err(f) if f.superseded() => failing_since = None, // our own next chunk took the place
+                Err(f) => {
+                    if let Some(r) = f.lost_reason() {
+                        // Granted, but the answer was lost and the lease
+                        // ended before this retry: f never ran.
+                        return Err(Error::new(
+                            ErrorKind::NotHeld,
+                            format!("the grant's answer was lost, and then the lease: {r}"),
+                        ));
+                    }
+                    if !f.transient() {
+                        return Err(f.into_error());
+                    }
+                    let since = *failing_since.get_or_insert(out.sent);
+                    if now.duration_since(since) > self.ttl {
+                        // Any lease granted on the way has run out by now.
+                        return Err(f
+                            .into_error()
+                            .context(format!("no answer for {:?}", self.ttl)));
+                    }
+                    if in_flight == 0 {
+                        // It may have been granted: ask again with the same
+                        // id, a last time with WAIT 0 if the wait is over.
+                        let retry = out.sent + retry_every;
+                        next_send = Some(next_send.map_or(retry, |t| t.min(retry)));
+                    }
+                }
+            }
+            if in_flight == 0 && next_send.is_none() {
+                next_send = Some(now);
+            }
+        }
+    }
+
+    /// Renews a lease that was granted after waiting in line, before the
+    /// closure starts. The store's deadline is at most the answer's arrival
+    /// plus the ttl it answered: renewals are tried until then.
+    fn renew_before_use<'scope, 'env>(
+        &'env self,
+        s: &'scope Scope<'scope, 'env>,
+        lease: &'env Lease,
+        g: &Grant,
+    ) -> Result<(), Error> {
+        let id = &lease.id;
+        match attempts(
+            s,
+            &mut Attempts::new(),
+            g.received + g.left,
+            self.ttl / 10,
+            move || self.send_renew(id),
+        ) {
+            Ended::Answered(out) => match out.result {
+                Ok(left) => {
+                    lease.renewed_before_use(out.sent, left);
+                    Ok(())
+                }
+                Err(f) => Err(Error::new(
+                    ErrorKind::NotHeld,
+                    format!(
+                        "the lease ended before the closure started: {}",
+                        f.lost_reason().unwrap_or_default()
+                    ),
+                )),
+            },
+            Ended::GaveUp(last) => {
+                self.release(s, lease, Instant::now() + self.ttl / 10);
+                let why = last.map_or_else(
+                    || Error::new(ErrorKind::Io, "no answer in time"),
+                    |f| f.into_error(),
+                );
+                Err(why.context("renew after the grant"))
+            }
+            Ended::Stopped => unreachable!("nothing stops a renewal before the closure starts"),
+        }
+    }
+
+    /// Lets the lease go once the closure has returned or panicked (SPEC
+    /// §8): releases it with its id, retrying until the holder's deadline.
+    /// Returns why the lease was lost, if it was before the closure
+    /// returned; a RELEASE answered `-LOST` says so too.
+    ///
+    /// A reason the holder already knows stands: the store's answer to the
+    /// RELEASE replaces it only when it tells more. After the holder's own
+    /// deadline passed, a store that forgot the ended lease (it remembers
+    /// one for a ttl) answers `unknown lease`, which is not news; an admin's
+    /// revoke that came first is, and so is a restart (a new epoch).
+    fn let_go<'scope, 'env>(
+        &'env self,
+        s: &'scope Scope<'scope, 'env>,
+        lease: &'env Lease,
+    ) -> Option<Error> {
+        let (lost, deadline) = lease.end();
+        match lost {
+            None => {
+                let store_says = self.release(s, lease, deadline)?;
+                lease.lose(store_says.clone());
+                Some(store_says)
+            }
+            Some(ours) if !ours.from_store() => {
+                // Given up by the holder's clock: the store may still hold
+                // it for a margin. One try hands it to the next in line
+                // early, and may say what the store knows.
+                let Some(store_says) = self.release(s, lease, Instant::now() + self.ttl / 10)
+                else {
+                    return Some(ours);
+                };
+                let tells_more = match store_says.reason() {
+                    Some(reason::REVOKED) => true,
+                    Some(reason::UNKNOWN_LEASE) => self.epoch_changed(lease),
+                    _ => false,
+                };
+                Some(if tells_more { store_says } else { ours })
+            }
+            Some(ours) => Some(ours),
+        }
+    }
+
+    /// Whether the store is in another epoch than the one that granted the
+    /// lease (`fence >> 32`, SPEC §2): it restarted since. Unknown (the
+    /// store unreachable) counts as no.
+    fn epoch_changed(&self, lease: &Lease) -> bool {
+        let Ok(info) = self.store.call(&["INFO", "locks"]) else {
+            return false;
+        };
+        let epoch = info.as_str().and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("epoch:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        });
+        epoch.is_some_and(|e| e != lease.fence() >> 32)
+    }
+
+    /// Releases the lease: RELEASE, retried with the same id until one is
+    /// answered or `until` passes. Returns the store's `-LOST` answer, if
+    /// any but "released" (a retry of a RELEASE that did release).
+    fn release<'scope, 'env>(
+        &'env self,
+        s: &'scope Scope<'scope, 'env>,
+        lease: &'env Lease,
+        until: Instant,
+    ) -> Option<Error> {
+        let id = &lease.id;
+        match attempts(s, &mut Attempts::new(), until, self.ttl / 10, move || {
+            self.send_release(id)
+        }) {
+            Ended::Answered(Outcome { result: Err(f), .. }) => match f.lost_reason() {
+                Some(reason::RELEASED) | None => None,
+                Some(r) => Some(Error::lost(r, true, None)),
+            },
+            _ => None,
+        }
+    }
+}

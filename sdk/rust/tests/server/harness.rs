@@ -1,0 +1,239 @@
+//! The real server for the tests: `cmd/tenure` of this repository, built
+//! once per test binary with `go build`, started as a child process on a
+//! free loopback port with a data directory of its own.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use tenure_locks::{Options, Store, Value};
+
+fn scratch() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+}
+
+/// The server binary, built on first use.
+fn tenure_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let bin = scratch().join("tenure");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let status = Command::new("go")
+            .args(["build", "-o"])
+            .arg(&bin)
+            .arg("./cmd/tenure")
+            .current_dir(&root)
+            .status()
+            .expect("run go build (is Go on PATH?)");
+        assert!(
+            status.success(),
+            "go build ./cmd/tenure in {}: {status}",
+            root.display()
+        );
+        bin
+    })
+}
+
+/// A running tenure server. Dropping it kills the process and removes its
+/// data directory.
+pub struct Server {
+    child: Mutex<Child>,
+    pub addr: String,
+    dir: PathBuf,
+    users: Option<PathBuf>,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        Server::launch(None)
+    }
+
+    /// A server with a users file (`--users`): lines of
+    /// `user NAME ROLE sha256:HEX`.
+    pub fn start_with_users(users: &str) -> Server {
+        Server::launch(Some(users))
+    }
+
+    fn launch(users: Option<&str>) -> Server {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = scratch().join(format!(
+            "server-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let users = users.map(|text| {
+            let path = dir.join("users.conf");
+            std::fs::write(&path, text).unwrap();
+            path
+        });
+        let (child, addr) = spawn(&dir, users.as_deref(), "127.0.0.1:0");
+        Server {
+            child: Mutex::new(child),
+            addr,
+            dir,
+            users,
+        }
+    }
+
+    /// Kills the server (SIGKILL) and starts it again on the same address
+    /// and data directory: a new epoch, no lease (LOCK-10).
+    pub fn restart(&self) {
+        let mut child = self.child.lock().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let (fresh, addr) = spawn(&self.dir, self.users.as_deref(), &self.addr);
+        assert_eq!(addr, self.addr);
+        *child = fresh;
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+
+    /// A store on this server with the default options.
+    pub fn store(&self) -> Store {
+        Store::connect(&self.url()).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let child = self.child.get_mut().unwrap_or_else(|e| e.into_inner());
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts the binary and waits until it logs where it listens. A restart
+/// may find the port still held for a moment: it tries again.
+fn spawn(dir: &Path, users: Option<&Path>, addr: &str) -> (Child, String) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut cmd = Command::new(tenure_binary());
+        cmd.args([
+            "--addr",
+            addr,
+            "--fsync",
+            "no",
+            "--log-level",
+            "info",
+            "--dir",
+        ])
+        .arg(dir.join("data"));
+        if let Some(u) = users {
+            cmd.arg("--users").arg(u);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut said = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !said && line.contains("ready to accept connections") {
+                    let at = line
+                        .split(" addr=")
+                        .nth(1)
+                        .and_then(|r| r.split(' ').next())
+                        .map(str::to_owned);
+                    said = tx.send(at).is_ok();
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Some(at)) => return (child, at),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                assert!(Instant::now() < give_up, "tenure did not start on {addr}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// Options with a short read timeout (and so wait chunks of half of it).
+pub fn read_timeout(d: Duration) -> Options {
+    Options::default().read_timeout(d)
+}
+
+/// The `# Locks` section of INFO.
+pub fn lock_stats(store: &Store) -> HashMap<String, i64> {
+    let info = store.call(&["INFO", "locks"]).unwrap();
+    info.as_str()
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.trim().split_once(':')?;
+            Some((k.to_owned(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// LOCK.INFO lock key as a map; None when the key is free and nobody waits.
+pub fn key_info(store: &Store, lock: &str, key: &str) -> Option<HashMap<String, i64>> {
+    match store.call(&["LOCK.INFO", lock, key]).unwrap() {
+        Value::Nil => None,
+        Value::Array(a) => Some(
+            a.chunks(2)
+                .map(|kv| (kv[0].as_str().unwrap().to_owned(), kv[1].as_int().unwrap()))
+                .collect(),
+        ),
+        other => panic!("LOCK.INFO {lock} {key} = {other:?}"),
+    }
+}
+
+/// Polls cond until it holds, or panics after timeout.
+pub fn wait_for(timeout: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !cond() {
+        assert!(
+            Instant::now() < end,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Waits until (lock, key) has n places in line.
+pub fn waiters_are(store: &Store, lock: &str, key: &str, n: i64) {
+    wait_for(
+        Duration::from_secs(5),
+        &format!("{n} waiters on {lock}/{key}"),
+        || key_info(store, lock, key).is_some_and(|i| i["waiters"] == n),
+    );
+}
+
+/// The SHA-256 of a password as a users file wants it, from `sha256sum`.
+pub fn sha256_hex(password: &str) -> String {
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(password.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_owned()
+}

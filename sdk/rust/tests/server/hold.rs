@@ -1,0 +1,310 @@
+//! Holding, renewing, letting go and waiting in line (SPEC §8).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tenure_locks::{Error, ErrorKind, Lock};
+
+use crate::harness::{key_info, lock_stats, read_timeout, waiters_are, Server};
+
+/// "At once": well under the 1 s ttl that a key not let go would take to
+/// come back.
+const HANDOFF: Duration = Duration::from_millis(400);
+
+const TTL: Duration = Duration::from_secs(1);
+
+/// Renewals keep a 1 s ttl lease through a 4 s closure.
+#[test]
+fn renewals_keep_a_lease_through_a_closure_of_several_ttls() {
+    let s = Server::start();
+    let store = s.store();
+    let lk = store.lock("reports").ttl(TTL).open().unwrap();
+    let before = lock_stats(&store)["renewals_total"];
+    let (first, last) = lk
+        .hold("long", |lease| {
+            let first = lease.deadline();
+            let lost = lease.wait_lost(Duration::from_secs(4));
+            assert!(
+                !lost && !lease.lost(),
+                "lost after {:?}: {:?}",
+                first.elapsed(),
+                lease.loss()
+            );
+            let info = key_info(&store, "reports", "long").expect("the store holds the key");
+            assert_eq!(info["fence"] as u64, lease.fence());
+            Ok::<_, Error>((first, lease.deadline()))
+        })
+        .unwrap();
+    let renewals = lock_stats(&store)["renewals_total"] - before;
+    assert!(
+        renewals >= 8,
+        "{renewals} renewals in 4 s of a 1 s ttl, want about 12"
+    );
+    assert!(
+        last > first + Duration::from_secs(3),
+        "the deadline moved {:?}",
+        last - first
+    );
+    assert!(
+        key_info(&store, "reports", "long").is_none(),
+        "the key was not let go"
+    );
+}
+
+/// Holds `key` on a thread until `end` says how the closure ends; returns
+/// when the closure has started.
+fn hold_in_background<T: Send + 'static>(
+    lk: &Lock,
+    key: &'static str,
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> thread::JoinHandle<Result<T, Error>> {
+    let lk = lk.clone();
+    let (started, ready) = mpsc::channel();
+    let h = thread::spawn(move || {
+        lk.hold(key, |_| {
+            started.send(()).unwrap();
+            f()
+        })
+    });
+    ready
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the first holder got the key");
+    h
+}
+
+/// The closure returns Ok, returns an error, or panics: each time the lease
+/// is released and the next waiter gets the key at once.
+#[test]
+fn lets_go_on_return_error_and_panic() {
+    for end in ["ok", "error", "panic"] {
+        let s = Server::start();
+        let store = s.store();
+        let lk = store.lock("handoff").ttl(TTL).open().unwrap();
+        let (go, wait) = mpsc::channel::<()>();
+        let ended_at = Arc::new(Mutex::new(None));
+        let ended = ended_at.clone();
+        let first = hold_in_background(&lk, "k", move || {
+            wait.recv().unwrap();
+            *ended.lock().unwrap() = Some(Instant::now());
+            match end {
+                "ok" => Ok(1),
+                "error" => Err(Error::new(ErrorKind::Other, "boom")),
+                _ => panic!("boom"),
+            }
+        });
+        let next = {
+            let lk = lk.clone();
+            thread::spawn(move || lk.hold("k", |_| Ok::<_, Error>(Instant::now())))
+        };
+        waiters_are(&store, "handoff", "k", 1);
+        go.send(()).unwrap();
+        let r = first.join();
+        let got = next
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{end}: next waiter: {e}"));
+        let handoff = got - ended_at.lock().unwrap().unwrap();
+        assert!(
+            handoff < HANDOFF,
+            "{end}: the next waiter got the key {handoff:?} after the closure ended"
+        );
+        match end {
+            "ok" => assert_eq!(r.unwrap().unwrap(), 1),
+            "error" => {
+                let e = r.unwrap().unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Other, "{end}: {e}");
+                assert!(e.to_string().contains("boom"), "{e}");
+            }
+            _ => {
+                let payload = r.expect_err("the panic went on");
+                assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+            }
+        }
+        assert_eq!(lock_stats(&store)["released_total"], 2, "{end}");
+    }
+}
+
+/// LOCK-08: waiters are granted in the order they joined the line, though
+/// each waits in chunks of 100 ms (a 200 ms read timeout), chained so that
+/// the place never lapses, and the holder lets go at moments that fall
+/// anywhere between chunks.
+#[test]
+fn waiters_are_served_in_the_order_they_joined() {
+    const N: usize = 6;
+    let s = Server::start();
+    let admin = s.store();
+    let store =
+        tenure_locks::Store::connect_with(&s.url(), read_timeout(Duration::from_millis(200)))
+            .unwrap();
+    let lk = store.lock("fifo").ttl(TTL).open().unwrap();
+    let (go, wait) = mpsc::channel::<()>();
+    let holder = hold_in_background(&lk, "k", move || {
+        wait.recv().unwrap();
+        Ok(())
+    });
+
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for i in 0..N {
+        let (lk, order) = (lk.clone(), order.clone());
+        waiters.push(thread::spawn(move || {
+            lk.hold("k", |_| {
+                order.lock().unwrap().push(i);
+                // Hold for a while that ends at no particular point of the
+                // next waiters' chunks.
+                thread::sleep(Duration::from_millis(37 * (i as u64 % 4) + 13));
+                Ok::<_, Error>(())
+            })
+        }));
+        waiters_are(&admin, "fifo", "k", i as i64 + 1);
+    }
+    thread::sleep(Duration::from_millis(550)); // several chunks go by in line
+    go.send(()).unwrap();
+    holder.join().unwrap().unwrap();
+    for w in waiters {
+        w.join().unwrap().unwrap();
+    }
+    assert_eq!(
+        *order.lock().unwrap(),
+        (0..N).collect::<Vec<_>>(),
+        "grants out of join order"
+    );
+}
+
+/// try_hold on a held key is NotHeld at once; a wait of 300 ms is NotHeld
+/// once it has elapsed. The closure runs in neither.
+#[test]
+fn not_held_for_try_hold_and_an_elapsed_wait() {
+    let s = Server::start();
+    let store = s.store();
+    let lk = store.lock("busy").ttl(TTL).open().unwrap();
+    let (go, wait) = mpsc::channel::<()>();
+    let holder = hold_in_background(&lk, "k", move || {
+        wait.recv().unwrap();
+        Ok(())
+    });
+    let ran = AtomicBool::new(false);
+    let never = |_: &tenure_locks::Lease| {
+        ran.store(true, Ordering::SeqCst);
+        Ok::<_, Error>(())
+    };
+
+    let start = Instant::now();
+    let err = lk.try_hold("k", never).unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    assert!(took < Duration::from_millis(200), "try_hold took {took:?}");
+
+    let wait = Duration::from_millis(300);
+    let bounded = store.lock("busy").ttl(TTL).wait(wait).open().unwrap();
+    let start = Instant::now();
+    let err = bounded.hold("k", never).unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    assert!(
+        took >= wait && took < wait + Duration::from_secs(1),
+        "wait(300ms) ended after {took:?}"
+    );
+    assert!(
+        !ran.load(Ordering::SeqCst),
+        "the closure ran on a key held by another"
+    );
+
+    go.send(()).unwrap();
+    holder.join().unwrap().unwrap();
+    let fence = lk
+        .try_hold("k", |lease| Ok::<_, Error>(lease.fence()))
+        .unwrap();
+    assert!(fence > 0, "try_hold on a free key: fence {fence}");
+}
+
+/// The ranges of SPEC §3, checked by open() without a word to the store.
+#[test]
+fn open_checks_the_ranges() {
+    let s = Server::start();
+    let store = s.store();
+    let secs = Duration::from_secs;
+    let ms = Duration::from_millis;
+    type Open<'a> = Box<dyn Fn() -> Result<Lock, Error> + 'a>;
+    let cases: Vec<(&str, Open, bool)> = vec![
+        ("defaults", Box::new(|| store.lock("l").open()), true),
+        (
+            "ttl 1s",
+            Box::new(|| store.lock("l").ttl(secs(1)).open()),
+            true,
+        ),
+        (
+            "ttl 1h",
+            Box::new(|| store.lock("l").ttl(secs(3600)).open()),
+            true,
+        ),
+        (
+            "ttl under 1s",
+            Box::new(|| store.lock("l").ttl(ms(999)).open()),
+            false,
+        ),
+        (
+            "ttl over 1h",
+            Box::new(|| store.lock("l").ttl(secs(3600) + ms(1)).open()),
+            false,
+        ),
+        (
+            "max_hold 1s",
+            Box::new(|| store.lock("l").ttl(secs(1)).max_hold(secs(1)).open()),
+            true,
+        ),
+        (
+            "max_hold 24h",
+            Box::new(|| store.lock("l").max_hold(secs(86400)).open()),
+            true,
+        ),
+        (
+            "max_hold under 1s",
+            Box::new(|| store.lock("l").max_hold(ms(999)).open()),
+            false,
+        ),
+        (
+            "max_hold over 24h",
+            Box::new(|| store.lock("l").max_hold(secs(86400) + ms(1)).open()),
+            false,
+        ),
+        (
+            "max_hold under the margin",
+            Box::new(|| store.lock("l").ttl(secs(3600)).max_hold(secs(1)).open()),
+            false,
+        ),
+        (
+            "wait 0",
+            Box::new(|| store.lock("l").wait(Duration::ZERO).open()),
+            true,
+        ),
+        (
+            "margin half the ttl",
+            Box::new(|| store.lock("l").ttl(secs(1)).margin(ms(500)).open()),
+            false,
+        ),
+        ("empty name", Box::new(|| store.lock("").open()), false),
+        (
+            "name of 257 bytes",
+            Box::new(|| store.lock(&"n".repeat(257)).open()),
+            false,
+        ),
+    ];
+    for (name, open, ok) in cases {
+        match open() {
+            Ok(_) => assert!(ok, "{name}: opened"),
+            Err(e) => {
+                assert!(!ok, "{name}: {e}");
+                assert_eq!(e.kind(), ErrorKind::InvalidInput, "{name}: {e}");
+            }
+        }
+    }
+    let lk = store.lock("l").open().unwrap();
+    let err = lk
+        .hold(&"k".repeat(1025), |_| Ok::<_, Error>(()))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+}

@@ -1,0 +1,11 @@
+//! The SDK against the real server (SPEC §8: what every SDK does), one
+//! server process per test, built from this repository.
+
+mod harness;
+mod proxy;
+
+mod client;
+mod faults;
+mod frozen;
+mod hold;
+mod lost;
