@@ -1,9 +1,10 @@
 # tenure: `make run` starts the server with its data in ./data;
-# `make test` runs every test. Both need only Go: modules are fetched as needed.
+# `make test` runs every test. Both need only Go (modules are fetched as
+# needed), and make test cargo as well, for the Rust SDK.
 GO       ?= go
 FUZZTIME ?= 30s
 
-.PHONY: build run test vet fuzz torture clean
+.PHONY: build run test test-rust vet fuzz torture clean
 
 build:
 	$(GO) build -o bin/tenure ./cmd/tenure
@@ -16,6 +17,15 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -race -timeout 9m ./...
+	$(MAKE) test-rust
+
+# The Rust SDK (sdk/rust, std only, so --offline): its tests build
+# cmd/tenure with go build and start it themselves. Clippy too, if installed.
+test-rust:
+	cd sdk/rust && GO=$(GO) cargo test --offline
+	@if cargo clippy --version >/dev/null 2>&1; then \
+		cd sdk/rust && cargo clippy --offline --all-targets -- -D warnings; \
+	else echo "cargo clippy is not installed: skipped"; fi
 
 # Every fuzz target in turn, FUZZTIME each (make fuzz FUZZTIME=10m). A new
 # input is minimized for at most FUZZMIN: the targets that talk to a server

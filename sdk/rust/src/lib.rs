@@ -43,7 +43,8 @@
 //! #         pub fn start() -> Tenure {
 //! #             let dir = std::env::temp_dir().join(format!("tenure-locks-doctest-{}", std::process::id()));
 //! #             let bin = dir.join("tenure");
-//! #             let built = Command::new("go").args(["build", "-o"]).arg(&bin).arg("./cmd/tenure")
+//! #             let go = std::env::var("GO").unwrap_or_else(|_| "go".into());
+//! #             let built = Command::new(go).args(["build", "-o"]).arg(&bin).arg("./cmd/tenure")
 //! #                 .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).status().expect("go build");
 //! #             assert!(built.success(), "go build ./cmd/tenure failed");
 //! #             let mut child = Command::new(&bin).args(["--addr", "127.0.0.1:0", "--dir"]).arg(dir.join("data"))

@@ -282,7 +282,7 @@ impl Lock {
         let mut in_flight = 0;
         let mut next_send = Some(start);
         let mut failing_since: Option<Instant> = None;
-        loop {
+        let result = loop {
             let now = Instant::now();
             if next_send.is_some_and(|t| now >= t) {
                 let wait = match wait_until {
@@ -314,12 +314,12 @@ impl Lock {
             let now = Instant::now();
             let elapsed = wait_until.is_some_and(|u| now >= u);
             match out.result {
-                Ok(Some(g)) => return Ok(g),
+                Ok(Some(g)) => break Ok(g),
                 Ok(None) => {
                     // Not granted within its WAIT; the place lingers.
                     failing_since = None;
                     if elapsed && in_flight == 0 {
-                        return Err(match self.wait {
+                        break Err(match self.wait {
                             Some(w) if !try_once => {
                                 Error::new(ErrorKind::NotHeld, format!("waited {w:?}"))
                             }
@@ -332,18 +332,18 @@ impl Lock {
                     if let Some(r) = f.lost_reason() {
                         // Granted, but the answer was lost and the lease
                         // ended before this retry: f never ran.
-                        return Err(Error::new(
+                        break Err(Error::new(
                             ErrorKind::NotHeld,
                             format!("the grant's answer was lost, and then the lease: {r}"),
                         ));
                     }
                     if !f.transient() {
-                        return Err(f.into_error());
+                        break Err(f.into_error());
                     }
                     let since = *failing_since.get_or_insert(out.sent);
                     if now.duration_since(since) > self.ttl {
                         // Any lease granted on the way has run out by now.
-                        return Err(f
+                        break Err(f
                             .into_error()
                             .context(format!("no answer for {:?}", self.ttl)));
                     }
@@ -358,7 +358,21 @@ impl Lock {
             if in_flight == 0 && next_send.is_none() {
                 next_send = Some(now);
             }
+        };
+        if result.is_err() {
+            // A chunk still out may yet be granted: wait for the answers
+            // (each within the read timeout) and let any grant go.
+            for _ in 0..in_flight {
+                if let Ok(Outcome {
+                    result: Ok(Some(g)),
+                    ..
+                }) = rx.recv()
+                {
+                    self.release(s, &g.id, g.received + g.left);
+                }
+            }
         }
+        result
     }
 
     /// Renews a lease that was granted after waiting in line, before the
@@ -392,7 +406,7 @@ impl Lock {
                 )),
             },
             Ended::GaveUp(last) => {
-                self.release(s, lease, Instant::now() + self.ttl / 10);
+                self.release(s, &lease.id, Instant::now() + self.ttl / 10);
                 let why = last.map_or_else(
                     || Error::new(ErrorKind::Io, "no answer in time"),
                     |f| f.into_error(),
@@ -421,7 +435,7 @@ impl Lock {
         let (lost, deadline) = lease.end();
         match lost {
             None => {
-                let store_says = self.release(s, lease, deadline)?;
+                let store_says = self.release(s, &lease.id, deadline)?;
                 lease.lose(store_says.clone());
                 Some(store_says)
             }
@@ -429,7 +443,7 @@ impl Lock {
                 // Given up by the holder's clock: the store may still hold
                 // it for a margin. One try hands it to the next in line
                 // early, and may say what the store knows.
-                let Some(store_says) = self.release(s, lease, Instant::now() + self.ttl / 10)
+                let Some(store_says) = self.release(s, &lease.id, Instant::now() + self.ttl / 10)
                 else {
                     return Some(ours);
                 };
@@ -465,12 +479,12 @@ impl Lock {
     fn release<'scope, 'env>(
         &'env self,
         s: &'scope Scope<'scope, 'env>,
-        lease: &'env Lease,
+        id: &str,
         until: Instant,
     ) -> Option<Error> {
-        let id = &lease.id;
+        let id = id.to_owned();
         match attempts(s, &mut Attempts::new(), until, self.ttl / 10, move || {
-            self.send_release(id)
+            self.send_release(&id)
         }) {
             Ended::Answered(Outcome { result: Err(f), .. }) => match f.lost_reason() {
                 Some(reason::RELEASED) | None => None,

@@ -22,7 +22,8 @@ fn tenure_binary() -> &'static Path {
     BIN.get_or_init(|| {
         let bin = scratch().join("tenure");
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let status = Command::new("go")
+        let go = std::env::var("GO").unwrap_or_else(|_| "go".into());
+        let status = Command::new(go)
             .args(["build", "-o"])
             .arg(&bin)
             .arg("./cmd/tenure")

@@ -1,14 +1,15 @@
 //! Holding, renewing, letting go and waiting in line (SPEC §8).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tenure_locks::{Error, ErrorKind, Lock};
+use tenure_locks::{Error, ErrorKind, Lock, Value};
 
 use crate::harness::{key_info, lock_stats, read_timeout, waiters_are, Server};
+use crate::proxy::Proxy;
 
 /// "At once": well under the 1 s ttl that a key not let go would take to
 /// come back.
@@ -128,7 +129,7 @@ fn lets_go_on_return_error_and_panic() {
 }
 
 /// LOCK-08: waiters are granted in the order they joined the line, though
-/// each waits in chunks of 100 ms (a 200 ms read timeout), chained so that
+/// each waits in chunks of 200 ms (a 400 ms read timeout), chained so that
 /// the place never lapses, and the holder lets go at moments that fall
 /// anywhere between chunks.
 #[test]
@@ -137,7 +138,7 @@ fn waiters_are_served_in_the_order_they_joined() {
     let s = Server::start();
     let admin = s.store();
     let store =
-        tenure_locks::Store::connect_with(&s.url(), read_timeout(Duration::from_millis(200)))
+        tenure_locks::Store::connect_with(&s.url(), read_timeout(Duration::from_millis(400)))
             .unwrap();
     let lk = store.lock("fifo").ttl(TTL).open().unwrap();
     let (go, wait) = mpsc::channel::<()>();
@@ -161,7 +162,7 @@ fn waiters_are_served_in_the_order_they_joined() {
         }));
         waiters_are(&admin, "fifo", "k", i as i64 + 1);
     }
-    thread::sleep(Duration::from_millis(550)); // several chunks go by in line
+    thread::sleep(Duration::from_millis(750)); // several chunks go by in line
     go.send(()).unwrap();
     holder.join().unwrap().unwrap();
     for w in waiters {
@@ -171,6 +172,87 @@ fn waiters_are_served_in_the_order_they_joined() {
         *order.lock().unwrap(),
         (0..N).collect::<Vec<_>>(),
         "grants out of join order"
+    );
+}
+
+/// Waiting in line is a chain of HOLDs with one reqid, WAIT 300 for a
+/// 600 ms read timeout, each sent once half of the previous one's WAIT has
+/// passed (150 ms before it runs out: room for a busy machine):
+/// the store answers the older ones "superseded", never "not granted".
+/// A wait longer than the ttl ends in a grant renewed before the closure
+/// starts, so that the closure gets a whole lease.
+#[test]
+fn waiting_chunks_overlap_and_keep_one_reqid() {
+    let s = Server::start();
+    let admin = s.store();
+    let p = Proxy::start(&s.addr);
+    let store =
+        tenure_locks::Store::connect_with(&p.url(), read_timeout(Duration::from_millis(600)))
+            .unwrap();
+    let lk = store.lock("chunks").ttl(TTL).open().unwrap();
+    let (superseded, nulls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (sup, nul) = (superseded.clone(), nulls.clone());
+    p.swallow_replies(move |req, reply| {
+        if req.first().is_some_and(|c| c == "LOCK.HOLD") {
+            match reply {
+                Value::Error(e) if e.starts_with("ERR superseded") => {
+                    sup.fetch_add(1, Ordering::SeqCst)
+                }
+                Value::Nil => nul.fetch_add(1, Ordering::SeqCst),
+                _ => 0,
+            };
+        }
+        false
+    });
+    let (go, wait) = mpsc::channel::<()>();
+    let holder = hold_in_background(
+        &admin.lock("chunks").ttl(TTL).open().unwrap(),
+        "k",
+        move || {
+            wait.recv().unwrap();
+            Ok(())
+        },
+    );
+    let waiter = thread::spawn(move || {
+        lk.hold("k", |lease| {
+            Ok::<_, Error>(lease.deadline().saturating_duration_since(Instant::now()))
+        })
+    });
+    waiters_are(&admin, "chunks", "k", 1);
+    thread::sleep(Duration::from_millis(2000)); // longer than the ttl, many chunks
+    go.send(()).unwrap();
+    holder.join().unwrap().unwrap();
+    let left = waiter.join().unwrap().unwrap();
+    assert!(
+        left > Duration::from_millis(600),
+        "the closure started {left:?} from its deadline"
+    );
+
+    let holds = p.requests("LOCK.HOLD");
+    assert!(
+        holds.len() >= 8,
+        "{} HOLDs in 2 s of 300 ms chunks, sent every 150 ms",
+        holds.len()
+    );
+    for h in &holds {
+        assert_eq!(
+            (&h[3], h[7].parse::<u64>().unwrap() <= 300),
+            (&holds[0][3], true),
+            "HOLD {h:?}"
+        );
+    }
+    let (superseded, nulls) = (
+        superseded.load(Ordering::SeqCst),
+        nulls.load(Ordering::SeqCst),
+    );
+    assert_eq!(
+        nulls, 0,
+        "{nulls} chunks ran out before the next came: the place lapsed"
+    );
+    assert!(
+        superseded + 2 >= holds.len(),
+        "{superseded} superseded of {} HOLDs",
+        holds.len()
     );
 }
 
