@@ -143,7 +143,7 @@ use std::sync::Arc;
 pub use client::Options;
 pub use error::{reason, Error, ErrorKind};
 pub use lease::Lease;
-pub use lock::{Lock, LockBuilder};
+pub use lock::{Cancel, Lock, LockBuilder};
 pub use resp::{ProtocolError, Value};
 
 /// A tenure store, reached over a pool of connections. Clones share the

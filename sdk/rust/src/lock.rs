@@ -1,12 +1,12 @@
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::OnceLock;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, Scope};
 use std::time::{Duration, Instant};
 
 use crate::error::{reason, Error, ErrorKind};
 use crate::lease::{keep, Lease};
-use crate::wire::{attempts, new_reqid, Attempts, Ended, Event, Grant, Outcome};
+use crate::wire::{attempts, new_reqid, Attempts, Ended, Event, Failure, Grant, Outcome};
 use crate::Store;
 
 /// Ranges of SPEC §3.
@@ -192,7 +192,7 @@ impl Lock {
         F: FnOnce(&Lease) -> Result<T, E>,
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        self.run(key, f, false)
+        self.run(key, f, false, None)
     }
 
     /// [`hold`](Lock::hold) that does not wait in line: if `key` is held it
@@ -202,10 +202,28 @@ impl Lock {
         F: FnOnce(&Lease) -> Result<T, E>,
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        self.run(key, f, true)
+        self.run(key, f, true, None)
     }
 
-    fn run<T, E, F>(&self, key: &str, f: F, try_once: bool) -> Result<T, Error>
+    /// [`hold`](Lock::hold) that stops waiting in line when `cancel` is
+    /// cancelled: it returns [`ErrorKind::NotHeld`] without running `f`,
+    /// leaves no place behind, and lets go of a grant that raced in. A
+    /// cancel that comes once `f` runs does not stop `f`.
+    pub fn hold_or_cancel<T, E, F>(&self, key: &str, cancel: &Cancel, f: F) -> Result<T, Error>
+    where
+        F: FnOnce(&Lease) -> Result<T, E>,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.run(key, f, false, Some(cancel))
+    }
+
+    fn run<T, E, F>(
+        &self,
+        key: &str,
+        f: F,
+        try_once: bool,
+        cancel: Option<&Cancel>,
+    ) -> Result<T, Error>
     where
         F: FnOnce(&Lease) -> Result<T, E>,
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -222,7 +240,7 @@ impl Lock {
         let slot: OnceLock<Lease> = OnceLock::new();
         let outcome = thread::scope(|s| {
             let g = self
-                .acquire(s, key, try_once)
+                .acquire(s, key, try_once, cancel)
                 .map_err(|e| e.context(&what))?;
             let lease = slot.get_or_init(|| Lease::new(self, key, &g));
 
@@ -232,6 +250,11 @@ impl Lock {
             if g.sent.elapsed() >= self.ttl / 3 {
                 self.renew_before_use(s, lease, &g)
                     .map_err(|e| e.context(&what))?;
+            }
+            if cancel.is_some_and(Cancel::is_cancelled) {
+                self.release(s, &lease.id, lease.deadline());
+                let e = Error::new(ErrorKind::NotHeld, "cancelled as the key was granted");
+                return Err(e.context(&what));
             }
 
             let chan = Attempts::new();
@@ -269,6 +292,7 @@ impl Lock {
         s: &'scope Scope<'scope, 'env>,
         key: &'env str,
         try_once: bool,
+        cancel: Option<&Cancel>,
     ) -> Result<Grant, Error> {
         let reqid = new_reqid()?;
         let start = Instant::now();
@@ -278,7 +302,14 @@ impl Lock {
             None => None,
         };
         let retry_every = (self.ttl / 10).min(MAX_WAIT_RETRY);
-        let (tx, rx) = mpsc::channel::<Outcome<Option<Grant>>>();
+        let (tx, rx) = mpsc::channel::<Arrival>();
+        let watched = match cancel {
+            Some(c) => match c.watch(tx.clone()) {
+                None => return Err(Error::new(ErrorKind::NotHeld, "cancelled before it waited")),
+                Some(n) => Some((c, n)),
+            },
+            None => None,
+        };
         let mut in_flight = 0;
         let mut next_send = Some(start);
         let mut failing_since: Option<Instant> = None;
@@ -299,16 +330,20 @@ impl Lock {
                 in_flight += 1;
                 let (tx, reqid) = (tx.clone(), reqid.clone());
                 s.spawn(move || {
-                    let _ = tx.send(self.send_hold(key, &reqid, wait));
+                    let _ = tx.send(Arrival::Answer(self.send_hold(key, &reqid, wait)));
                 });
             }
-            let out = match next_send {
+            let arrival = match next_send {
                 Some(t) => match rx.recv_timeout(t.saturating_duration_since(Instant::now())) {
-                    Ok(out) => out,
+                    Ok(a) => a,
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => unreachable!("acquire holds a sender"),
                 },
                 None => rx.recv().expect("acquire holds a sender"),
+            };
+            let out = match arrival {
+                Arrival::Answer(out) => out,
+                Arrival::Cancelled => break Err(self.abandon(s, key, &reqid, retry_every)),
             };
             in_flight -= 1;
             let now = Instant::now();
@@ -362,17 +397,50 @@ impl Lock {
         if result.is_err() {
             // A chunk still out may yet be granted: wait for the answers
             // (each within the read timeout) and let any grant go.
-            for _ in 0..in_flight {
-                if let Ok(Outcome {
-                    result: Ok(Some(g)),
-                    ..
-                }) = rx.recv()
-                {
-                    self.release(s, &g.id, g.received + g.left);
+            while in_flight > 0 {
+                match rx.recv().expect("acquire holds a sender") {
+                    Arrival::Answer(out) => {
+                        in_flight -= 1;
+                        if let Ok(Some(g)) = out.result {
+                            self.release(s, &g.id, g.received + g.left);
+                        }
+                    }
+                    Arrival::Cancelled => {}
                 }
             }
         }
+        if let Some((c, n)) = watched {
+            c.unwatch(n);
+        }
         result
+    }
+
+    /// Stops waiting for reqid when the hold is cancelled. A HOLD with the
+    /// same reqid and WAIT 0 answers the blocked one at once (superseded),
+    /// leaves the place to linger, passed over, and says whether a grant
+    /// came first (then it is that grant, LOCK-03, and it is let go). An
+    /// answer lost on the way says nothing: it is asked again, until the
+    /// store answers or a ttl has passed (any grant has run out by then).
+    fn abandon<'scope, 'env>(
+        &'env self,
+        s: &'scope Scope<'scope, 'env>,
+        key: &str,
+        reqid: &str,
+        retry_every: Duration,
+    ) -> Error {
+        let give_up = Instant::now() + self.ttl;
+        loop {
+            let probe = self.send_hold(key, reqid, Duration::ZERO);
+            match probe.result {
+                Ok(Some(g)) => {
+                    self.release(s, &g.id, g.received + g.left);
+                    break;
+                }
+                Err(Failure::Lost(_)) if Instant::now() < give_up => thread::sleep(retry_every),
+                _ => break,
+            }
+        }
+        Error::new(ErrorKind::NotHeld, "cancelled while waiting in line")
     }
 
     /// Renews a lease that was granted after waiting in line, before the
@@ -492,5 +560,84 @@ impl Lock {
             },
             _ => None,
         }
+    }
+}
+
+/// What a waiting hold hears: a HOLD's answer, or its cancellation.
+pub(crate) enum Arrival {
+    Answer(Outcome<Option<Grant>>),
+    Cancelled,
+}
+
+/// Stops holds that wait in line, from another thread:
+/// [`Lock::hold_or_cancel`] returns [`ErrorKind::NotHeld`] soon after
+/// [`cancel`](Cancel::cancel), leaving no place in line behind (it lingers
+/// for a second, passed over) and letting go any grant that raced in. A
+/// closure already running is not stopped: it may look at
+/// [`is_cancelled`](Cancel::is_cancelled) itself. Once cancelled, a Cancel
+/// stays cancelled; clones share it.
+#[derive(Clone, Default)]
+pub struct Cancel {
+    inner: Arc<Mutex<CancelState>>,
+}
+
+#[derive(Default)]
+struct CancelState {
+    cancelled: bool,
+    /// the holds waiting with this Cancel, numbered
+    waiting: Vec<(u64, Sender<Arrival>)>,
+    next: u64,
+}
+
+impl Cancel {
+    /// A Cancel not yet cancelled.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Cancels every hold that waits with this Cancel, and every later one.
+    pub fn cancel(&self) {
+        let mut st = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        st.cancelled = true;
+        for (_, w) in st.waiting.drain(..) {
+            let _ = w.send(Arrival::Cancelled);
+        }
+    }
+
+    /// Whether [`cancel`](Cancel::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .cancelled
+    }
+
+    /// Tells tx of the cancellation, under the returned number; None if it
+    /// has come already.
+    fn watch(&self, tx: Sender<Arrival>) -> Option<u64> {
+        let mut st = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if st.cancelled {
+            return None;
+        }
+        st.next += 1;
+        let n = st.next;
+        st.waiting.push((n, tx));
+        Some(n)
+    }
+
+    fn unwatch(&self, n: u64) {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .waiting
+            .retain(|(m, _)| *m != n);
+    }
+}
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cancel")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
     }
 }

@@ -256,6 +256,72 @@ fn waiting_chunks_overlap_and_keep_one_reqid() {
     );
 }
 
+/// A hold cancelled while it waits in line returns NotHeld at once without
+/// running its closure, and leaves no place behind: the waiter after it gets
+/// the key as soon as the holder lets go.
+#[test]
+fn cancel_while_waiting_leaves_no_place_behind() {
+    let s = Server::start();
+    let admin = s.store();
+    let lk = s.store().lock("handoff").ttl(TTL).open().unwrap();
+    let (go, wait) = mpsc::channel::<()>();
+    let ended_at = Arc::new(Mutex::new(None));
+    let ended = ended_at.clone();
+    let holder = hold_in_background(&lk, "k", move || {
+        wait.recv().unwrap();
+        *ended.lock().unwrap() = Some(Instant::now());
+        Ok(())
+    });
+    let cancel = tenure_locks::Cancel::new();
+    let ran = Arc::new(AtomicBool::new(false));
+    let cancelled = {
+        let (lk, cancel, ran) = (lk.clone(), cancel.clone(), ran.clone());
+        thread::spawn(move || {
+            lk.hold_or_cancel("k", &cancel, |_| {
+                ran.store(true, Ordering::SeqCst);
+                Ok::<_, Error>(())
+            })
+        })
+    };
+    waiters_are(&admin, "handoff", "k", 1);
+    let next = {
+        let lk = lk.clone();
+        thread::spawn(move || lk.hold("k", |_| Ok::<_, Error>(Instant::now())))
+    };
+    waiters_are(&admin, "handoff", "k", 2);
+
+    let at = Instant::now();
+    cancel.cancel();
+    let err = cancelled.join().unwrap().unwrap_err();
+    let took = at.elapsed();
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    assert!(
+        took < HANDOFF,
+        "the cancelled hold returned {took:?} after the cancel"
+    );
+    assert!(
+        !ran.load(Ordering::SeqCst),
+        "the cancelled hold ran its closure"
+    );
+
+    go.send(()).unwrap();
+    holder.join().unwrap().unwrap();
+    let got = next.join().unwrap().unwrap();
+    let handoff = got - ended_at.lock().unwrap().unwrap();
+    assert!(
+        handoff < HANDOFF,
+        "the waiter behind the cancelled one got the key {handoff:?} after the holder let go"
+    );
+    let err = lk
+        .hold_or_cancel("k", &cancel, |_| Ok::<_, Error>(()))
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ErrorKind::NotHeld,
+        "a hold with a cancelled Cancel: {err}"
+    );
+}
+
 /// try_hold on a held key is NotHeld at once; a wait of 300 ms is NotHeld
 /// once it has elapsed. The closure runs in neither.
 #[test]
