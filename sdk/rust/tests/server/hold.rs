@@ -322,6 +322,85 @@ fn cancel_while_waiting_leaves_no_place_behind() {
     );
 }
 
+/// The store grants the key to a waiting hold whose answer is swallowed,
+/// and the hold is cancelled: its WAIT 0 with the same reqid finds the grant
+/// (LOCK-03) and lets it go, so the next waiter gets the key at once rather
+/// than after the ttl.
+#[test]
+fn cancel_lets_a_racing_grant_go() {
+    let s = Server::start();
+    let admin = s.store();
+    let direct = s.store().lock("handoff").ttl(TTL).open().unwrap();
+    let p = Proxy::start(&s.addr);
+    // 2 s chunks, the next sent after 1 s: none goes out in the moment
+    // between the swallowed grant and the cancel.
+    let via_proxy =
+        tenure_locks::Store::connect_with(&p.url(), read_timeout(Duration::from_secs(4))).unwrap();
+    let via_proxy = via_proxy.lock("handoff").ttl(TTL).open().unwrap();
+    let (go, wait) = mpsc::channel::<()>();
+    let holder = hold_in_background(&direct, "k", move || {
+        wait.recv().unwrap();
+        Ok(())
+    });
+    let once = AtomicBool::new(false);
+    p.swallow_replies(move |req, reply| {
+        req.first().is_some_and(|c| c == "LOCK.HOLD")
+            && matches!(reply, Value::Array(_))
+            && !once.swap(true, Ordering::SeqCst)
+    });
+    let cancel = tenure_locks::Cancel::new();
+    let ran = Arc::new(AtomicBool::new(false));
+    let cancelled = {
+        let (cancel, ran) = (cancel.clone(), ran.clone());
+        thread::spawn(move || {
+            via_proxy.hold_or_cancel("k", &cancel, |_| {
+                ran.store(true, Ordering::SeqCst);
+                Ok::<_, Error>(())
+            })
+        })
+    };
+    waiters_are(&admin, "handoff", "k", 1);
+    let next = {
+        let direct = direct.clone();
+        thread::spawn(move || {
+            direct.hold("k", |lease| Ok::<_, Error>((Instant::now(), lease.fence())))
+        })
+    };
+    waiters_are(&admin, "handoff", "k", 2);
+    let before = lock_stats(&admin)["grants_total"];
+
+    go.send(()).unwrap(); // the store grants the key to the waiter via the proxy; its answer is swallowed
+    holder.join().unwrap().unwrap();
+    p.swallowed(Duration::from_secs(5))
+        .expect("the grant was swallowed");
+    let granted = Instant::now();
+    let raced_fence = key_info(&admin, "handoff", "k").unwrap()["fence"] as u64;
+    cancel.cancel();
+
+    let (got, fence) = next.join().unwrap().unwrap();
+    let err = cancelled.join().unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    assert!(
+        !ran.load(Ordering::SeqCst),
+        "the cancelled hold ran its closure"
+    );
+    let handoff = got - granted;
+    assert!(
+        handoff < HANDOFF,
+        "the next waiter got the key {handoff:?} after the raced grant"
+    );
+    assert_eq!(
+        fence,
+        raced_fence + 1,
+        "the next grant after the raced one's fence {raced_fence:#x}"
+    );
+    let grants = lock_stats(&admin)["grants_total"] - before;
+    assert_eq!(
+        grants, 2,
+        "the raced grant, found again by its reqid, and the next waiter's"
+    );
+}
+
 /// try_hold on a held key is NotHeld at once; a wait of 300 ms is NotHeld
 /// once it has elapsed. The closure runs in neither.
 #[test]
