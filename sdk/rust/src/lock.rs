@@ -436,7 +436,7 @@ impl Lock {
                     self.release(s, &g.id, g.received + g.left);
                     break;
                 }
-                Err(Failure::Lost(_)) if Instant::now() < give_up => thread::sleep(retry_every),
+                Err(Failure::NoAnswer(_)) if Instant::now() < give_up => thread::sleep(retry_every),
                 _ => break,
             }
         }

@@ -25,11 +25,11 @@ pub(crate) struct Grant {
 
 /// Why a command did not succeed: the store answered an error reply, or the
 /// answer never came (the network failed, the read timed out, the reply was
-/// malformed). After a `Lost` answer nothing is known of whether it ran.
+/// malformed). After `NoAnswer` nothing is known of whether it ran.
 #[derive(Clone, Debug)]
 pub(crate) enum Failure {
     Reply(String),
-    Lost(Error),
+    NoAnswer(Error),
 }
 
 impl Failure {
@@ -37,7 +37,7 @@ impl Failure {
     pub fn lost_reason(&self) -> Option<&str> {
         match self {
             Failure::Reply(r) => r.strip_prefix("LOST "),
-            Failure::Lost(_) => None,
+            Failure::NoAnswer(_) => None,
         }
     }
 
@@ -51,7 +51,7 @@ impl Failure {
     /// lost, or the store answered an error that passes.
     pub fn transient(&self) -> bool {
         match self {
-            Failure::Lost(_) => true,
+            Failure::NoAnswer(_) => true,
             Failure::Reply(r) => [
                 "ERR superseded",
                 "ERR server is shutting down",
@@ -68,7 +68,7 @@ impl Failure {
     pub fn into_error(self) -> Error {
         match self {
             Failure::Reply(r) => Error::from_reply(&r),
-            Failure::Lost(e) => e,
+            Failure::NoAnswer(e) => e,
         }
     }
 }
@@ -101,7 +101,7 @@ impl Lock {
         let result = match self.store.pool.call(args) {
             Ok(Value::Error(e)) => Err(Failure::Reply(e)),
             Ok(v) => Ok(v),
-            Err(e) => Err(Failure::Lost(e)),
+            Err(e) => Err(Failure::NoAnswer(e)),
         };
         Outcome {
             sent,
@@ -188,7 +188,7 @@ impl Lock {
 }
 
 fn malformed(cmd: &str, v: &Value) -> Failure {
-    Failure::Lost(Error::new(
+    Failure::NoAnswer(Error::new(
         ErrorKind::Protocol,
         format!("{cmd} replied {v:?}"),
     ))
@@ -309,7 +309,7 @@ mod tests {
     #[test]
     fn failures_say_what_may_be_retried() {
         let reply = |s: &str| Failure::Reply(s.into());
-        assert!(Failure::Lost(Error::new(ErrorKind::Io, "cut")).transient());
+        assert!(Failure::NoAnswer(Error::new(ErrorKind::Io, "cut")).transient());
         assert!(reply("TRYAGAIN no leader yet").transient());
         assert!(reply("ERR superseded by a retry of the same request").superseded());
         assert!(
