@@ -88,6 +88,12 @@
 //! - when the holder's deadline passes without a successful renewal
 //!   (`expired`), or MaxHold less the margin is reached (`revoked maxhold`).
 //!
+//! A hold that waits in line stops when the wait elapses
+//! ([`LockBuilder::wait`]), or when another thread cancels it
+//! ([`Lock::hold_or_cancel`] with a [`Cancel`]): a HOLD with the same request
+//! id and WAIT 0 supersedes the waiting one, and a grant that raced in is let
+//! go.
+//!
 //! Once the closure returns, [`Lock::hold`] returns [`ErrorKind::Lost`] with
 //! that [`reason`](Error::reason) even if the closure returned `Ok`: another
 //! holder may have run beside it. `lost()` compares the holder's deadline

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use tenure_locks::{ErrorKind, Options, Store, Value};
 
-use crate::harness::{read_timeout, sha256_hex, Server};
+use crate::harness::{sha256_hex, Server};
 use crate::proxy::Proxy;
 
 #[test]
@@ -79,7 +79,7 @@ fn connect_fails_when_nothing_listens() {
 fn reconnects_after_cuts_and_timeouts() {
     let s = Server::start();
     let p = Proxy::start(&s.addr);
-    let store = Store::connect_with(&p.url(), read_timeout(Duration::from_millis(300))).unwrap();
+    let store = p.store(Duration::from_millis(300));
     for i in 0..5 {
         assert!(p.cut_all() > 0, "round {i}: no connection to cut");
         assert_eq!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tenure_locks::{Error, ErrorKind, Store};
 
-use crate::harness::{key_info, lock_stats, read_timeout, sha256_hex, Server};
+use crate::harness::{key_info, lock_stats, sha256_hex, Server};
 use crate::proxy::Proxy;
 
 const TTL: Duration = Duration::from_secs(1);
@@ -19,7 +19,7 @@ fn a_swallowed_hold_reply_is_retried_with_the_same_reqid() {
     let s = Server::start();
     let admin = s.store();
     let p = Proxy::start(&s.addr);
-    let store = Store::connect_with(&p.url(), read_timeout(Duration::from_millis(300))).unwrap();
+    let store = p.store(Duration::from_millis(300));
     let lk = store.lock("reports").ttl(TTL).open().unwrap();
     let once = AtomicBool::new(false);
     p.swallow_replies(move |req, reply| {
@@ -72,7 +72,7 @@ fn connections_cut_every_300ms_do_not_lose_the_lease() {
     let s = Server::start();
     let admin = s.store();
     let p = Proxy::start(&s.addr);
-    let store = Store::connect_with(&p.url(), read_timeout(Duration::from_millis(300))).unwrap();
+    let store = p.store(Duration::from_millis(300));
     let lk = store.lock("reports").ttl(TTL).open().unwrap();
     let before = lock_stats(&admin)["renewals_total"];
     let (stop, cuts) = (AtomicBool::new(false), AtomicUsize::new(0));

@@ -4,9 +4,9 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tenure_locks::{reason, Error, ErrorKind, Store, Value};
+use tenure_locks::{reason, Error, ErrorKind, Value};
 
-use crate::harness::{key_info, read_timeout, wait_for, Server};
+use crate::harness::{key_info, wait_for, Server};
 use crate::proxy::Proxy;
 
 const TTL: Duration = Duration::from_secs(1);
@@ -152,7 +152,7 @@ fn holder_gives_up_before_the_store_and_its_reason_stands() {
     let s = Server::start();
     let admin = s.store();
     let p = Proxy::start(&s.addr);
-    let store = Store::connect_with(&p.url(), read_timeout(Duration::from_millis(200))).unwrap();
+    let store = p.store(Duration::from_millis(200));
     let lk = store.lock("reports").ttl(TTL).open().unwrap();
     let mut store_ttl = 0;
     let err = lk

@@ -58,6 +58,13 @@ impl Proxy {
         format!("redis://{}", self.addr)
     }
 
+    /// A store that goes through the proxy, with a read timeout (and so wait
+    /// chunks of half of it).
+    pub fn store(&self, read_timeout: std::time::Duration) -> tenure_locks::Store {
+        let options = tenure_locks::Options::default().read_timeout(read_timeout);
+        tenure_locks::Store::connect_with(&self.url(), options).unwrap()
+    }
+
     /// Closes every connection, both sides, and returns how many.
     pub fn cut_all(&self) -> usize {
         let mut pipes = self.shared.pipes.lock().unwrap();
