@@ -535,3 +535,75 @@ fn open_checks_the_ranges() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
 }
+
+/// 40 concurrent holds on 5 keys, sharing one store's pool: one holder per
+/// key at a time (LOCK-01), fences growing per key (LOCK-02), fenced writes
+/// accepted (LOCK-12). Should a lease be lost all the same on a busy
+/// machine, the overlap it allows must be reported: two holders may only
+/// overlap if one of their holds failed Lost.
+#[test]
+fn many_holders_exclude_each_other() {
+    let s = Server::start();
+    let store = s.store();
+    let lk = store
+        .lock("many")
+        .ttl(Duration::from_secs(5))
+        .open()
+        .unwrap();
+    let holding: Mutex<std::collections::HashMap<String, Vec<u64>>> = Mutex::default();
+    let last_fence: Mutex<std::collections::HashMap<String, u64>> = Mutex::default();
+    let overlaps = Mutex::new(Vec::new());
+    let lost = Mutex::new(std::collections::HashSet::new());
+    thread::scope(|sc| {
+        for i in 0..40 {
+            let key = format!("k{}", i % 5);
+            let (lk, store, holding, last_fence, overlaps, lost) =
+                (&lk, &store, &holding, &last_fence, &overlaps, &lost);
+            sc.spawn(move || {
+                let mut fence = 0;
+                let r = lk.hold(&key, |lease| {
+                    fence = lease.fence();
+                    {
+                        let mut h = holding.lock().unwrap();
+                        let on_key = h.entry(key.clone()).or_default();
+                        overlaps
+                            .lock()
+                            .unwrap()
+                            .extend(on_key.iter().map(|&o| (o, fence)));
+                        on_key.push(fence);
+                        let mut last = last_fence.lock().unwrap();
+                        let before = last.insert(key.clone(), fence).unwrap_or(0);
+                        assert!(fence > before, "{key}: fence {fence:#x} after {before:#x}");
+                    }
+                    let written = store.call(&[
+                        "SET",
+                        &format!("data:{key}"),
+                        &i.to_string(),
+                        "FENCE",
+                        &fence.to_string(),
+                    ]);
+                    holding
+                        .lock()
+                        .unwrap()
+                        .get_mut(&key)
+                        .unwrap()
+                        .retain(|&f| f != fence);
+                    written.map(drop)
+                });
+                match r {
+                    Err(e) if e.kind() == ErrorKind::Lost => {
+                        lost.lock().unwrap().insert(fence);
+                    }
+                    other => other.unwrap_or_else(|e| panic!("hold {key}: {e}")),
+                }
+            });
+        }
+    });
+    let lost = lost.into_inner().unwrap();
+    for (a, b) in overlaps.into_inner().unwrap() {
+        assert!(
+            lost.contains(&a) || lost.contains(&b),
+            "fences {a:#x} and {b:#x} held one key at once, and neither hold said Lost"
+        );
+    }
+}
