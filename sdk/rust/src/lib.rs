@@ -216,3 +216,24 @@ fn redact(url: &str) -> String {
         _ => url.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// What users share between threads may be shared: a Store or Lock by
+    /// every worker thread, a Lease with the closure's own threads.
+    #[test]
+    fn shared_types_are_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::Store>();
+        shared::<super::Lock>();
+        shared::<super::Lease>();
+        shared::<super::Cancel>();
+        shared::<super::Error>();
+    }
+
+    #[test]
+    fn urls_in_errors_hide_the_password() {
+        assert_eq!(super::redact("redis://u:secret@h:1"), "redis://***@h:1");
+        assert_eq!(super::redact("redis://h:1"), "redis://h:1");
+    }
+}
