@@ -1,10 +1,11 @@
 # tenure: `make run` starts the server with its data in ./data;
 # `make test` runs every test. Both need only Go (modules are fetched as
-# needed), and make test cargo as well, for the Rust SDK.
+# needed), and make test cargo as well, for the Rust SDK, and apt-get for
+# the Python SDK's packages.
 GO       ?= go
 FUZZTIME ?= 30s
 
-.PHONY: build run test test-rust vet fuzz torture clean
+.PHONY: build run test test-rust test-python vet fuzz torture clean
 
 build:
 	$(GO) build -o bin/tenure ./cmd/tenure
@@ -18,6 +19,7 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -timeout 9m ./...
 	$(MAKE) test-rust
+	$(MAKE) test-python
 
 # The Rust SDK (sdk/rust, std only, so --offline): its tests build
 # cmd/tenure with go build and start it themselves. Clippy too, if installed.
@@ -26,6 +28,23 @@ test-rust:
 	@if cargo clippy --version >/dev/null 2>&1; then \
 		cd sdk/rust && cargo clippy --offline --all-targets -- -D warnings; \
 	else echo "cargo clippy is not installed: skipped"; fi
+
+# The Python SDK's tests (sdk/python) against the server built from here,
+# with Debian's python3 and its packages, which it installs with apt-get when
+# missing (as root). pytest's exit 5, no test ran, is a failure too.
+PYTHON ?= /usr/bin/python3
+PYTHON_APT = python3-redis python3-pytest python3-pytest-asyncio
+test-python:
+	@$(PYTHON) -c 'import redis.asyncio, pytest, pytest_asyncio' 2>/dev/null || { \
+		if [ "$$(id -u)" -ne 0 ]; then \
+			echo "test-python: needs $(PYTHON_APT); run as root or install them" >&2; exit 1; \
+		fi; \
+		echo "test-python: installing $(PYTHON_APT)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $(PYTHON_APT) >/dev/null; \
+	}
+	cd sdk/python && GO='$(GO)' PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -W error -q -p no:cacheprovider; \
+		rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; exit $$rc
 
 # Every fuzz target in turn, FUZZTIME each (make fuzz FUZZTIME=10m). A new
 # input is minimized for at most FUZZMIN: the targets that talk to a server

@@ -1,0 +1,444 @@
+"""Store, Lock and the hold itself: waiting in line, the block's
+cancellation when the lease is lost, and letting go."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from datetime import timedelta
+from types import TracebackType
+from typing import Any, Dict, List, Optional, Type, Union
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from ._errors import (REASON_MAXHOLD, REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
+                      LostError, NotHeldError, store_lost, superseded, transient)
+from ._lease import Lease, _is_lost_reply, keep
+from ._wire import (Grant, HoldReply, attempts, finish, new_reqid, send_hold, send_release,
+                    send_renew, store_epoch)
+
+Duration = Union[str, int, float, timedelta]
+
+# The message of the cancellation that a lost lease sends the block.
+_LOST_MSG = "tenure_locks: lease lost"
+
+# Ranges of SPEC §3, in seconds.
+MIN_TTL, MAX_TTL = 1.0, 3600.0
+MIN_MAX_HOLD, MAX_MAX_HOLD = 1.0, 86400.0
+MAX_LOCK_LEN, MAX_KEY_LEN = 256, 1024
+DEFAULT_TTL = 10.0
+MAX_MARGIN = 2.0  # the default margin is min(ttl/10, MAX_MARGIN)
+
+# The wait chunk for a client without a socket timeout. Any length would do;
+# this one keeps a long wait visible as a sequence of commands.
+UNBOUNDED_CHUNK = 10.0
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+
+
+def parse_duration(what: str, d: Duration) -> float:
+    """A duration in seconds from "30s", "500ms", "1m30s", "1h", a number of
+    seconds or a timedelta. ValueError otherwise."""
+    if isinstance(d, timedelta):
+        return d.total_seconds()
+    if isinstance(d, (int, float)) and not isinstance(d, bool):
+        return float(d)
+    if isinstance(d, str):
+        s = d.strip()
+        pos, total = 0, 0.0
+        while pos < len(s):
+            m = _PART.match(s, pos)
+            if m is None:
+                break
+            total += float(m.group(1)) * _UNITS[m.group(2)]
+            pos = m.end()
+        if s and pos == len(s):
+            return total
+    raise ValueError(f"{what} {d!r}: want a duration such as '30s', '500ms', seconds, or a timedelta")
+
+
+def _key_bytes(k: Union[str, bytes]) -> int:
+    return len(k.encode() if isinstance(k, str) else k)
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+class Store:
+    """A tenure store behind a ``redis.asyncio.Redis`` client. It only sends
+    commands through the client's ``execute_command``; it never changes the
+    client and needs no closing."""
+
+    def __init__(self, client: Any):
+        if not hasattr(client, "execute_command"):
+            raise TypeError(f"Store wants a redis.asyncio.Redis client, got {type(client).__name__}")
+        self.client = client
+
+    def lock(self, name: str, *, ttl: Duration = DEFAULT_TTL, max_hold: Optional[Duration] = None,
+             wait: Optional[Duration] = None, margin: Optional[Duration] = None) -> "Lock":
+        """The lock called name (1 to 256 bytes), with the options its leases
+        are held with. It sends nothing. An option out of range is a
+        ValueError:
+
+        - ttl: how long a lease lasts without a renewal, 1 s to 1 h, default
+          10 s. A frozen or crashed holder's key returns within one ttl; a
+          pause longer than about 2/3 of it loses a lease still working.
+        - max_hold: every lease is revoked at its grant + max_hold, renewals
+          notwithstanding (LOCK-07); 1 s to 24 h; default no cap.
+        - wait: how long a hold waits in line before NotHeldError; default
+          no bound; 0 makes hold behave like try_hold.
+        - margin: how long before the store's deadline the holder gives up,
+          default min(ttl/10, 2 s); under half the ttl and under max_hold.
+        """
+        return Lock(self, name, ttl=ttl, max_hold=max_hold, wait=wait, margin=margin)
+
+
+class Lock:
+    """One named lock of a store, with its options. Made by ``Store.lock``.
+    It holds no connection; many holds may run on it at once."""
+
+    def __init__(self, store: Store, name: str, *, ttl: Duration, max_hold: Optional[Duration],
+                 wait: Optional[Duration], margin: Optional[Duration]):
+        self.client = store.client
+        self.name = name
+        if not 1 <= _key_bytes(name) <= MAX_LOCK_LEN:
+            raise ValueError(f"lock name must be 1 to {MAX_LOCK_LEN} bytes")
+        self.ttl = parse_duration("ttl", ttl)
+        if not MIN_TTL <= self.ttl <= MAX_TTL:
+            raise ValueError(f"ttl {_fmt(self.ttl)}: must be from 1s to 1h")
+        self.max_hold = None if max_hold is None else parse_duration("max_hold", max_hold)
+        if self.max_hold is not None and not MIN_MAX_HOLD <= self.max_hold <= MAX_MAX_HOLD:
+            raise ValueError(f"max_hold {_fmt(self.max_hold)}: must be from 1s to 24h")
+        self.wait = None if wait is None else parse_duration("wait", wait)
+        if self.wait is not None and self.wait < 0:
+            raise ValueError(f"wait {_fmt(self.wait)}: must not be negative")
+        self.margin = min(self.ttl / 10, MAX_MARGIN) if margin is None else parse_duration("margin", margin)
+        if not 0 <= self.margin < self.ttl / 2:
+            raise ValueError(f"margin {_fmt(self.margin)}: must be from 0 to under half the ttl")
+        if self.max_hold is not None and self.margin >= self.max_hold:
+            raise ValueError(f"margin {_fmt(self.margin)}: must be under max_hold")
+        # Each HOLD while waiting waits half the client's socket timeout, so
+        # that its reply comes well before the client stops reading.
+        kwargs = getattr(getattr(self.client, "connection_pool", None), "connection_kwargs", {})
+        timeout = kwargs.get("socket_timeout")
+        self.chunk = timeout / 2 if timeout else UNBOUNDED_CHUNK
+
+    def __repr__(self) -> str:
+        return f"Lock({self.name!r}, ttl={self.ttl:g})"
+
+    def hold(self, key: Union[str, bytes]) -> "Holding":
+        """``async with lock.hold(key) as lease:`` waits in line for key, then
+        runs the block while holding it, renewing the lease in the
+        background, and releases it when the block ends, however it ends.
+
+        A lost lease cancels the task running the block at its next await,
+        and leaving the block raises LostError (its ``reason`` as SPEC §4
+        spells it), also when the block completed after the loss. A
+        cancellation from outside (task.cancel(), asyncio.timeout) stays a
+        CancelledError. Entering raises NotHeldError when the wait elapsed.
+        """
+        return Holding(self, key, try_once=False)
+
+    def try_hold(self, key: Union[str, bytes]) -> "Holding":
+        """``hold`` that does not wait in line: entering raises NotHeldError
+        at once if key is held."""
+        return Holding(self, key, try_once=True)
+
+    # -- waiting in line -------------------------------------------------
+
+    async def _acquire(self, key: Any, try_once: bool) -> Grant:
+        """Gets key for one reqid (SPEC §8). Waiting is a sequence of HOLDs
+        with that reqid, each waiting one chunk; the next is sent halfway
+        through the current one's WAIT and supersedes it, so the place in
+        line is never left (LOCK-08). A network error or lost reply is
+        retried with the same reqid on any connection, and the store answers
+        the lease it already gave (LOCK-03). Whichever reply carries the
+        grant wins. On cancellation it leaves the line and lets go of any
+        grant that raced in, then re-raises."""
+        reqid = new_reqid()
+        wait_until = None
+        if self.wait is not None and not try_once:
+            wait_until = time.monotonic() + self.wait
+            try_once = self.wait < 0.001
+        retry_every = self.ttl / 10
+        in_flight: Dict[asyncio.Task, float] = {}  # HOLDs of reqid, by send time
+        current: Optional[asyncio.Task] = None  # the latest sent
+        send_at = time.monotonic()
+        failing_since: Optional[float] = None
+        grants: List[Grant] = []
+        final: Optional[BaseException] = None
+        try:
+            while not grants and final is None:
+                now = time.monotonic()
+                if now >= send_at:
+                    wait, send_at = self.chunk, float("inf")
+                    if try_once:
+                        wait = 0.0
+                    elif wait_until is not None:
+                        left = wait_until - now
+                        if left <= 0:
+                            if failing_since is None and current is None:
+                                final = NotHeldError(f"{self.name} {key!r}: waited {_fmt(self.wait or 0)}")
+                                break
+                            # The last HOLD failed: it may have been granted.
+                            # A last try with the same reqid says.
+                            left, try_once = 0.0, True
+                        wait = min(wait, left)
+                    current = asyncio.create_task(
+                        send_hold(self.client, self.name, key, reqid, self.ttl, wait, self.max_hold))
+                    in_flight[current] = now
+                    if not try_once and (wait_until is None or now + wait < wait_until):
+                        send_at = now + wait / 2  # the successor that keeps the place
+                timeout = None if send_at == float("inf") else max(0.0, send_at - time.monotonic())
+                done, _ = await asyncio.wait(in_flight, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    in_flight.pop(t)
+                    r: HoldReply = t.result()
+                    latest = t is current
+                    if latest:
+                        current = None
+                    if r.grant is not None:
+                        grants.append(r.grant)
+                    elif r.error is None:  # not granted within its WAIT
+                        if not latest:
+                            continue  # its successor holds the place
+                        failing_since = None
+                        if try_once:
+                            final = NotHeldError(f"{self.name} {key!r} is held")
+                        elif wait_until is not None and time.monotonic() >= wait_until:
+                            final = NotHeldError(f"{self.name} {key!r}: waited {_fmt(self.wait or 0)}")
+                        else:
+                            send_at = time.monotonic()
+                    elif superseded(r.error) and not latest:
+                        continue  # our own later chunk took the place over
+                    elif store_lost(r.error) is not None:
+                        # Granted, but the reply was lost and the lease ended
+                        # before this retry: the block never ran.
+                        final = NotHeldError(f"{self.name} {key!r}: the grant's reply was lost and then "
+                                             f"the lease: {store_lost(r.error).reason}")  # type: ignore[union-attr]
+                    elif not transient(r.error):
+                        # The store refused (a read-only user: NOPERM): the
+                        # same kind of error, saying which hold.
+                        final = type(r.error)(f"tenure_locks: hold {self.name} {key!r}: {r.error}")
+                        final.__cause__ = r.error
+                    elif latest:
+                        if failing_since is None:
+                            failing_since = r.sent
+                        if time.monotonic() - failing_since > self.ttl:
+                            # Any lease granted on the way has run out by now.
+                            final = RedisConnectionError(f"tenure_locks: hold {self.name} {key!r}: "
+                                                    f"no answer for {_fmt(self.ttl)}: {r.error!r}")
+                        else:
+                            send_at = max(time.monotonic(), r.sent + retry_every)
+            # The others of reqid answer at once now: superseded, or the same lease.
+            grants += await self._drain(in_flight)
+        except asyncio.CancelledError:
+            await finish(self._abandon(key, reqid, in_flight))
+            raise
+        if grants:
+            # Any reply that carries the grant will do; the latest sent
+            # gives the latest deadline.
+            best = max(grants, key=lambda g: g.sent + g.left)
+            best.not_before = min(min(g.not_before for g in grants), min(in_flight.values(), default=best.sent))
+            if final is not None:
+                await self._release(best.id, best.received + best.left)
+                raise final
+            return best
+        assert final is not None
+        raise final
+
+    async def _drain(self, in_flight: Dict[asyncio.Task, float]) -> List[Grant]:
+        """Awaits every HOLD still in flight; returns the grants among them."""
+        if not in_flight:
+            return []
+        await asyncio.wait(in_flight)
+        return [g for g in (t.result().grant for t in in_flight) if g is not None]
+
+    async def _abandon(self, key: Any, reqid: str, in_flight: Dict[asyncio.Task, float]) -> None:
+        """Stops waiting for reqid, and lets go of any grant that raced in. A
+        HOLD with the same reqid and WAIT 0 answers the blocked HOLD at once
+        (superseded) and leaves the place to linger, passed over; it says
+        whether a grant came first (then it is that grant, LOCK-03)."""
+        released = set()
+
+        async def let_go(g: Optional[Grant]) -> None:
+            if g is not None and g.id not in released:
+                released.add(g.id)
+                await self._release(g.id, g.received + g.left)
+
+        def decided(r: HoldReply) -> bool:
+            # A HOLD the store answered, whatever the answer, says where
+            # reqid stands; one lost on the way does not.
+            return r.error is None or not transient(r.error) or superseded(r.error)
+
+        probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold)
+        await let_go(probe.grant)
+        known = decided(probe)
+        for g in await self._drain(in_flight):
+            await let_go(g)
+        if any(not decided(t.result()) for t in in_flight) and probe.grant is None:
+            # One lost on the way may have been retried after the probe, and
+            # granted: only a probe sent after it knows.
+            known = False
+        give_up = time.monotonic() + self.ttl
+        while not known and time.monotonic() < give_up:
+            await asyncio.sleep(self.ttl / 10)
+            probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold)
+            await let_go(probe.grant)
+            known = decided(probe)
+
+    # -- letting go ------------------------------------------------------
+
+    async def _release(self, lease_id: str, until: float) -> Optional[LostError]:
+        """RELEASE, retried with the same lease id until one is answered or
+        until passes. Returns the store's -LOST answer, if any."""
+
+        async def op() -> None:
+            await send_release(self.client, lease_id)
+
+        out, ok = await attempts(until, self.ttl / 10, op, _is_lost_reply)
+        if not ok:
+            return None
+        lost = store_lost(out.error)
+        if lost is not None and lost.reason != REASON_RELEASED:
+            return lost
+        return None
+
+    async def _tells_more(self, ours: LostError, store_says: LostError, fence: int) -> bool:
+        """Whether the store's -LOST answer to a RELEASE sent after the holder
+        gave the lease up by its own clock tells more than the holder knows.
+        The store forgets an ended lease a ttl after its end, so "unknown
+        lease" then means only that; it means a restart only when the epoch
+        has moved on since the grant (fence >> 32, SPEC §2)."""
+        if store_says.reason in (REASON_REVOKED, REASON_MAXHOLD):
+            return store_says.reason != ours.reason
+        if store_says.reason != REASON_UNKNOWN_LEASE:
+            return False
+        try:
+            epoch = await store_epoch(self.client)
+        except Exception:
+            return False
+        return epoch != fence >> 32
+
+    async def _renew_before_use(self, lease: Lease, g: Grant) -> None:
+        """Renews a lease granted after waiting in line, before the block
+        starts: its deadline counts from a send time far behind the grant.
+        The store's deadline is at most the reply's arrival plus the ttl it
+        answered: renewals are tried until then."""
+        async def op() -> float:
+            return await send_renew(self.client, g.id)
+
+        out, ok = await attempts(g.received + g.left, self.ttl / 10, op, _is_lost_reply)
+        if not ok:
+            await self._release(g.id, time.monotonic() + self.ttl / 10)
+            raise RedisConnectionError(f"tenure_locks: hold {self.name} {lease.key!r}: renew after the grant: "
+                                  f"{out.error!r}")
+        if out.error is not None:
+            raise NotHeldError(f"{self.name} {lease.key!r}: the lease ended before the block started: "
+                               f"{store_lost(out.error).reason}")  # type: ignore[union-attr]
+        lease._set_deadline(out.sent, out.value, out.value < self.ttl)
+
+
+class Holding:
+    """The async context manager of one hold (``Lock.hold``, ``Lock.try_hold``);
+    it can be entered once."""
+
+    def __init__(self, lock: Lock, key: Union[str, bytes], try_once: bool):
+        self._lock = lock
+        self._key = key
+        self._try = try_once
+        self._task: Optional[asyncio.Task] = None
+        self._lease: Optional[Lease] = None
+        self._keeper: Optional[asyncio.Task] = None
+        self._our_cancel = 0  # Task.cancelling() just after we cancelled the block
+        self._over = False
+
+    async def __aenter__(self) -> Lease:
+        if self._task is not None:
+            raise RuntimeError("a hold is entered once; call hold() again")
+        if not 1 <= _key_bytes(self._key) <= MAX_KEY_LEN:
+            raise ValueError(f"key must be 1 to {MAX_KEY_LEN} bytes")
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("hold must run in an asyncio task")
+        self._task = task
+        lk = self._lock
+        g = await lk._acquire(self._key, self._try)
+        lease = Lease(lk, str(self._key), g)
+        try:
+            # A HOLD that waited in line was granted long after it was sent,
+            # which is what its deadline counts from.
+            if time.monotonic() - g.sent >= lk.ttl / 3:
+                await lk._renew_before_use(lease, g)
+        except asyncio.CancelledError:
+            await finish(lk._release(g.id, g.received + g.left))
+            raise
+        self._lease = lease
+        lease._on_lost = self._lost_now
+        self._keeper = asyncio.create_task(keep(lk, lease))
+        return lease
+
+    def _lost_now(self) -> None:
+        # The block is cancelled at its next await, from a callback of the
+        # loop, so the cancellation never lands in the holder's own step.
+        asyncio.get_running_loop().call_soon(self._cancel_block)
+
+    def _cancel_block(self) -> None:
+        if not self._over and self._task is not None and not self._task.done():
+            self._task.cancel(msg=_LOST_MSG)
+            self._our_cancel = self._task.cancelling()
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> Optional[bool]:
+        lease, keeper, task = self._lease, self._keeper, self._task
+        assert lease is not None and keeper is not None and task is not None
+        lease._check()  # lost at the deadline, whether or not a timer saw it
+        self._over = True
+        lease._over = True
+        lost, interrupted = await finish(self._let_go(lease, keeper))
+        cancelled = exc_type is not None and issubclass(exc_type, asyncio.CancelledError)
+        if self._our_cancel:
+            # Ours, if no cancel request came after it and the block was
+            # cancelled with our message (or caught it). Task.cancelling()
+            # is compared with its value at our request, not at the start of
+            # the block: redis-py 4.3 with async-timeout 4.0.2 leaves it
+            # raised after every command on Python 3.11.
+            later = task.uncancel() >= self._our_cancel
+            ours = not later and (not cancelled or (exc is not None and exc.args == (_LOST_MSG,)))
+        else:
+            ours = False
+        if interrupted or (cancelled and not ours):
+            # A cancellation from outside: it stays a CancelledError.
+            if cancelled:
+                return False
+            raise asyncio.CancelledError()
+        if lost is not None:
+            if cancelled:
+                raise lost from None  # our own cancellation, turned into what it meant
+            raise lost  # the block's own exception, if any, is its __context__
+        return False
+
+    async def _let_go(self, lease: Lease, keeper: asyncio.Task) -> Optional[LostError]:
+        """Stops the renewals and releases the lease (SPEC §8), retrying with
+        its id until the holder's deadline. Returns why the lease was lost, if
+        it was before the block ended; a RELEASE answered -LOST (an admin
+        revoke or a restart since the last renewal) says so too. A reason the
+        holder already knows stands, unless the store's answer tells more."""
+        lk = self._lock
+        keeper.cancel()
+        await asyncio.wait({keeper})
+        lost = lease._lost
+        if lost is None:
+            store_says = await lk._release(lease._id, lease._deadline)
+            if store_says is not None:
+                lease._lost = lost = store_says
+        elif not lost.from_store:
+            # Given up by the holder's clock: the store may still hold it for
+            # a margin. One try hands it to the next in line early.
+            store_says = await lk._release(lease._id, time.monotonic() + lk.ttl / 10)
+            if store_says is not None and await lk._tells_more(lost, store_says, lease.fence):
+                lease._lost = lost = store_says
+        return lost

@@ -1,0 +1,173 @@
+"""The commands of SPEC §3 as the SDK sends them, and the retry helper that
+renewals and releases share."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Optional, Set, Tuple
+
+from redis.exceptions import RedisError, ResponseError
+
+# How long past its WAIT a HOLD's reply may take before the SDK counts it
+# lost and asks again with the same reqid (LOCK-03). Cancelling a command
+# makes redis-py drop its connection, so a late reply can never be read as
+# another command's.
+HOLD_GRACE = 1.0
+
+# The RENEW or RELEASE attempts of one lease outstanding at once: a reply
+# swallowed by the network holds its attempt until the client's socket
+# timeout, and the next attempt must not wait for it.
+MAX_IN_FLIGHT = 3
+
+
+def new_reqid() -> str:
+    """A request id: 128 random bits as 32 hex characters."""
+    return secrets.token_hex(16)
+
+
+def ms(seconds: float) -> int:
+    return int(seconds * 1000)
+
+
+def _text(v: Any) -> Any:
+    return v.decode() if isinstance(v, bytes) else v
+
+
+@dataclass
+class Grant:
+    id: str
+    fence: int
+    left: float  # ttl left when the store answered, seconds
+    sent: float  # when this HOLD was sent: the deadline counts from it
+    received: float
+    # No later than the grant: the send time of the oldest HOLD of the reqid
+    # that may have been the one granted. max_hold counts from it (LOCK-07).
+    not_before: float
+
+
+@dataclass
+class HoldReply:
+    """One HOLD's outcome: granted, not granted within its WAIT (both None),
+    or an error."""
+
+    sent: float
+    grant: Optional[Grant] = None
+    error: Optional[BaseException] = None
+
+
+async def send_hold(client: Any, name: str, key: Any, reqid: str, ttl: float,
+                    wait: float, max_hold: Optional[float]) -> HoldReply:
+    """LOCK.HOLD with WAIT wait, once, its reply awaited at most wait +
+    HOLD_GRACE. Never raises but CancelledError."""
+    args: list = ["LOCK.HOLD", name, key, reqid, "TTL", ms(ttl),
+                  "WAIT", math.ceil(wait * 1000)]  # a wait is waited in full
+    if max_hold is not None:
+        args += ["MAXHOLD", ms(max_hold)]
+    sent = time.monotonic()
+    try:
+        vals = await asyncio.wait_for(client.execute_command(*args), wait + HOLD_GRACE)
+    except asyncio.TimeoutError as e:
+        return HoldReply(sent, error=e)
+    except RedisError as e:
+        return HoldReply(sent, error=e)
+    if vals is None:
+        return HoldReply(sent)
+    if (not isinstance(vals, list) or len(vals) != 3 or not isinstance(vals[1], int)
+            or not isinstance(vals[2], int) or len(_text(vals[0])) != 32 or vals[1] <= 0):
+        return HoldReply(sent, error=ResponseError(f"LOCK.HOLD replied {vals!r}, want [leaseid fence ttl]"))
+    return HoldReply(sent, Grant(_text(vals[0]), vals[1], vals[2] / 1000, sent, time.monotonic(), sent))
+
+
+async def send_renew(client: Any, lease_id: str) -> float:
+    """LOCK.RENEW: the seconds to the new deadline."""
+    return int(await client.execute_command("LOCK.RENEW", lease_id)) / 1000
+
+
+async def send_release(client: Any, lease_id: str) -> None:
+    await client.execute_command("LOCK.RELEASE", lease_id)
+
+
+async def store_epoch(client: Any) -> int:
+    """The store's epoch, from INFO locks (SPEC §2, §6)."""
+    info = await client.execute_command("INFO", "locks")
+    if isinstance(info, dict):
+        return int(info["epoch"])
+    for line in _text(info).splitlines():
+        if line.startswith("epoch:"):
+            return int(line[len("epoch:"):])
+    raise ResponseError("INFO locks has no epoch")
+
+
+@dataclass
+class Outcome:
+    """One attempt's result and when it was sent."""
+
+    sent: float
+    value: Any = None
+    error: Optional[BaseException] = None
+
+
+async def attempts(until: float, every: float, op: Callable[[], Awaitable[Any]],
+                   decisive: Callable[[BaseException], bool]) -> Tuple[Outcome, bool]:
+    """Runs op until an attempt succeeds or fails decisively, and returns it
+    with True. A new attempt starts every `every` while none has, on
+    whatever connection the client's pool hands out: one whose reply is lost
+    does not delay the next, up to MAX_IN_FLIGHT outstanding. At `until`
+    (time.monotonic()) it gives up and returns the last failure with False.
+    Attempts still outstanding when it returns, or when it is cancelled, are
+    cancelled and awaited: it leaves no task behind."""
+
+    async def one() -> Outcome:
+        sent = time.monotonic()
+        try:
+            return Outcome(sent, value=await op())
+        except RedisError as e:
+            return Outcome(sent, error=e)
+
+    tasks: Set[asyncio.Task] = set()
+    last = Outcome(time.monotonic(), error=asyncio.TimeoutError("no attempt answered in time"))
+    next_at = time.monotonic()
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= until:
+                return last, False
+            if now >= next_at:
+                next_at = now + every
+                if len(tasks) < MAX_IN_FLIGHT:
+                    tasks.add(asyncio.create_task(one()))
+            timeout = min(next_at, until) - now
+            if not tasks:
+                await asyncio.sleep(timeout)
+                continue
+            done, _ = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                tasks.discard(t)
+                out = t.result()
+                if out.error is None or decisive(out.error):
+                    return out, True
+                last = out
+    finally:
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+
+async def finish(aw: Awaitable[Any]) -> Tuple[Any, bool]:
+    """Runs aw to its end even if the caller is cancelled meanwhile, and
+    returns its result and whether a cancellation arrived. The caller decides
+    what the cancellation means (it stays counted in Task.cancelling())."""
+    t = asyncio.ensure_future(aw)
+    interrupted = False
+    while True:
+        try:
+            await asyncio.wait({t})
+            break
+        except asyncio.CancelledError:
+            interrupted = True
+    return t.result(), interrupted

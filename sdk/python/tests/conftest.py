@@ -1,0 +1,172 @@
+"""The real server for the tests: built from this repository once per
+session, started per test on a free loopback port with a temp data dir."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import AsyncIterator, Dict, List, Optional
+
+import pytest
+import redis.asyncio as aredis
+
+REPO = Path(__file__).resolve().parents[3]
+SDK = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(SDK))
+
+
+@pytest.fixture(scope="session")
+def tenure_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bin") / "tenure"
+    go = os.environ.get("GO", "go")
+    subprocess.run([go, "build", "-o", str(out), "./cmd/tenure"], cwd=REPO, check=True)
+    return out
+
+
+class Server:
+    """One tenure process; restart keeps its address and data dir."""
+
+    def __init__(self, binary: Path, workdir: Path, users: Optional[Path] = None):
+        self.binary, self.workdir, self.users = binary, workdir, users
+        self.dir = workdir / "data"
+        self.addr = "127.0.0.1:0"
+        self.proc: Optional[subprocess.Popen] = None
+        self.starts = 0
+
+    @property
+    def host(self) -> str:
+        return self.addr.rsplit(":", 1)[0]
+
+    @property
+    def port(self) -> int:
+        return int(self.addr.rsplit(":", 1)[1])
+
+    def start(self) -> None:
+        self.starts += 1
+        log = self.workdir / f"server-{self.starts}.log"
+        args = [str(self.binary), "--addr", self.addr, "--dir", str(self.dir)]
+        if self.users is not None:
+            args += ["--users", str(self.users)]
+        with open(log, "wb") as f:
+            self.proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
+        give_up = time.monotonic() + 10
+        while time.monotonic() < give_up:
+            m = re.search(r'ready to accept connections" addr=(\S+)', log.read_text())
+            if m:
+                self.addr = m.group(1)
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise RuntimeError(f"tenure did not start: {log.read_text()}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(10)
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def server(tenure_bin: Path, tmp_path: Path):
+    s = Server(tenure_bin, tmp_path)
+    s.start()
+    yield s
+    s.stop()
+
+
+def users_file(path: Path, users: Dict[str, tuple]) -> Path:
+    """A users file (SPEC §5): name -> (role, password)."""
+    lines = [f"user {name} {role} sha256:{hashlib.sha256(pw.encode()).hexdigest()}"
+             for name, (role, pw) in users.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class Clients:
+    """redis.asyncio clients made by a test, closed after it."""
+
+    def __init__(self) -> None:
+        self.made: List[aredis.Redis] = []
+
+    def __call__(self, host: str, port: int, **kw) -> aredis.Redis:
+        c = aredis.Redis(host=host, port=port, **kw)
+        self.made.append(c)
+        return c
+
+
+@pytest.fixture
+async def clients() -> AsyncIterator[Clients]:
+    cs = Clients()
+    yield cs
+    for c in cs.made:
+        await c.close()
+
+
+@pytest.fixture
+async def admin(server: Server, clients: Clients) -> aredis.Redis:
+    return clients(server.host, server.port)
+
+
+@pytest.fixture
+async def proxy(server: Server) -> AsyncIterator["Proxy"]:
+    from proxy import Proxy
+
+    p = Proxy(server)
+    await p.start()
+    yield p
+    await p.close()
+
+
+@pytest.fixture(autouse=True)
+async def no_task_left() -> AsyncIterator[None]:
+    """Every hold waits for the tasks it started: none outlives the test."""
+    yield
+    me = asyncio.current_task()
+    for _ in range(100):
+        left = [t for t in asyncio.all_tasks() if t is not me]
+        if not left:
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"tasks still running after the test: {left}")
+
+
+async def key_info(c: aredis.Redis, lock: str, key: str) -> Optional[Dict[str, int]]:
+    """LOCK.INFO lock key as a dict; None when the key is free and nobody waits."""
+    r = await c.execute_command("LOCK.INFO", lock, key)
+    if r is None:
+        return None
+    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in zip(r[::2], r[1::2])}
+
+
+async def lock_stats(c: aredis.Redis) -> Dict[str, int]:
+    """INFO's # Locks section."""
+    return await c.execute_command("INFO", "locks")
+
+
+async def until(what: str, cond, timeout: float = 5.0) -> None:
+    """Waits until the async cond() is true, or fails naming what."""
+    give_up = time.monotonic() + timeout
+    while not await cond():
+        if time.monotonic() > give_up:
+            pytest.fail(f"waited {timeout}s for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def waiters_are(c: aredis.Redis, lock: str, key: str, n: int) -> None:
+    async def cond() -> bool:
+        info = await key_info(c, lock, key)
+        return info is not None and info["waiters"] == n
+
+    await until(f"{n} waiters on {lock}/{key}", cond)
