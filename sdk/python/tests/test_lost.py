@@ -31,7 +31,7 @@ async def cancelled_at_next_await(cause):
     raise AssertionError("the block was not cancelled")
 
 
-@pytest.mark.parametrize("block", ["awaiting", "finished"])
+@pytest.mark.parametrize("block", ["awaiting", "finished", "raised"])
 async def test_admin_revoke(server, admin, block):
     lk = tenure_locks.Store(admin).lock("revoked", ttl="1s")
     took = None
@@ -51,7 +51,11 @@ async def test_admin_revoke(server, admin, block):
                 t = threading.Thread(target=revoke_from_a_thread)
                 t.start()
                 t.join()
+                if block == "raised":
+                    raise ValueError("the block's own")
     assert err.value.reason == tenure_locks.REASON_REVOKED and err.value.from_store
+    if block == "raised":  # the block's exception travels with the LostError
+        assert isinstance(err.value.__context__, ValueError)
     if block == "awaiting":
         assert took < 1.0, f"cancelled {took:.3f}s after the revoke, want by the next renewal (ttl/3)"
 
