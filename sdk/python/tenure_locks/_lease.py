@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from ._errors import REASON_EXPIRED, REASON_MAXHOLD, LostError, store_lost
 from ._wire import Grant, attempts, send_renew
@@ -28,7 +28,7 @@ class Lease:
     lease is held and the ``LostError`` once it is lost.
     """
 
-    def __init__(self, lock: "Lock", key: str, grant: Grant):
+    def __init__(self, lock: "Lock", key: Union[str, bytes], grant: Grant):
         self.key = key
         self.fence: int = grant.fence
         self._id = grant.id  # renews and releases; never leaves the SDK (LOCK-04)

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any, Dict, List, Optional, Type, Union
 
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 
 from ._errors import (REASON_MAXHOLD, REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
                       LostError, NotHeldError, store_lost, superseded, transient)
@@ -230,7 +231,7 @@ class Lock:
                         if time.monotonic() - failing_since > self.ttl:
                             # Any lease granted on the way has run out by now.
                             final = RedisConnectionError(f"tenure_locks: hold {self.name} {key!r}: "
-                                                    f"no answer for {_fmt(self.ttl)}: {r.error!r}")
+                                                         f"no answer for {_fmt(self.ttl)}: {r.error!r}")
                         else:
                             send_at = max(time.monotonic(), r.sent + retry_every)
             # The others of reqid answer at once now: superseded, or the same lease.
@@ -244,7 +245,9 @@ class Lock:
             best = max(grants, key=lambda g: g.sent + g.left)
             best.not_before = min(min(g.not_before for g in grants), min(in_flight.values(), default=best.sent))
             if final is not None:
-                await self._release(best.id, best.received + best.left)
+                _, interrupted = await finish(self._release(best.id, best.received + best.left))
+                if interrupted:
+                    raise asyncio.CancelledError()
                 raise final
             return best
         assert final is not None
@@ -272,7 +275,7 @@ class Lock:
         def decided(r: HoldReply) -> bool:
             # A HOLD the store answered, whatever the answer, says where
             # reqid stands; one lost on the way does not.
-            return r.error is None or not transient(r.error) or superseded(r.error)
+            return r.error is None or isinstance(r.error, ResponseError)
 
         probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold)
         await let_go(probe.grant)
@@ -367,7 +370,7 @@ class Holding:
         self._task = task
         lk = self._lock
         g = await lk._acquire(self._key, self._try)
-        lease = Lease(lk, str(self._key), g)
+        lease = Lease(lk, self._key, g)
         try:
             # A HOLD that waited in line was granted long after it was sent,
             # which is what its deadline counts from.
@@ -441,4 +444,6 @@ class Holding:
             store_says = await lk._release(lease._id, time.monotonic() + lk.ttl / 10)
             if store_says is not None and await lk._tells_more(lost, store_says, lease.fence):
                 lease._lost = lost = store_says
+        if not keeper.cancelled() and keeper.exception() is not None:
+            raise keeper.exception()  # type: ignore[misc]  # a bug of the SDK's: say so
         return lost

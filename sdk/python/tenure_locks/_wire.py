@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional, Set, Tuple
 
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 # How long past its WAIT a HOLD's reply may take before the SDK counts it
 # lost and asks again with the same reqid (LOCK-03). Cancelling a command
@@ -70,9 +70,7 @@ async def send_hold(client: Any, name: str, key: Any, reqid: str, ttl: float,
     sent = time.monotonic()
     try:
         vals = await asyncio.wait_for(client.execute_command(*args), wait + HOLD_GRACE)
-    except asyncio.TimeoutError as e:
-        return HoldReply(sent, error=e)
-    except RedisError as e:
+    except Exception as e:  # a reply lost (timeout) or refused, or the network's error
         return HoldReply(sent, error=e)
     if vals is None:
         return HoldReply(sent)
@@ -125,7 +123,7 @@ async def attempts(until: float, every: float, op: Callable[[], Awaitable[Any]],
         sent = time.monotonic()
         try:
             return Outcome(sent, value=await op())
-        except RedisError as e:
+        except Exception as e:
             return Outcome(sent, error=e)
 
     tasks: Set[asyncio.Task] = set()
