@@ -9,7 +9,7 @@ import pytest
 import redis
 
 import tenure_locks
-from conftest import Server, key_info, lock_stats, users_file
+from conftest import Server, key_info, lock_stats, until, users_file, waiters_are
 
 
 def is_hold(request: bytes) -> bool:
@@ -72,3 +72,48 @@ async def test_read_only_user_gets_a_clear_error(tenure_bin, tmp_path, clients):
             assert lease.fence > 0
     finally:
         s.stop()
+
+
+async def test_cancel_releases_a_racing_grant(server, proxy, clients, admin):
+    """The store grants the key to a waiting hold whose reply is swallowed,
+    and the caller cancels it then: the hold finds the grant (a HOLD WAIT 0
+    with the same reqid answers it, LOCK-03) and releases it, so the next
+    waiter gets the key at once rather than after the ttl."""
+    direct = tenure_locks.Store(admin).lock("race", ttl="5s")
+    via_proxy = tenure_locks.Store(clients("127.0.0.1", proxy.port, socket_timeout=2.0)).lock("race", ttl="5s")
+    held, end = asyncio.Event(), asyncio.Event()
+    ran = []
+
+    async def holder():
+        async with direct.hold("k"):
+            held.set()
+            await end.wait()
+
+    async def cancelled_waiter():
+        async with via_proxy.hold("k"):
+            ran.append(True)
+
+    async def next_waiter():
+        async with direct.hold("k") as lease:
+            return time.monotonic(), lease.fence
+
+    a = asyncio.create_task(holder())
+    await held.wait()
+    proxy.swallow = lambda req, reply: is_hold(req) and reply.startswith(b"*3") and not proxy.swallowed
+    b = asyncio.create_task(cancelled_waiter())
+    await waiters_are(admin, "race", "k", 1)
+    c = asyncio.create_task(next_waiter())
+    await waiters_are(admin, "race", "k", 2)
+
+    end.set()  # the store grants the key to b; its reply is swallowed
+    await a
+    await until("the swallowed grant", lambda: asyncio.sleep(0, bool(proxy.swallowed)))
+    b_fence = (await key_info(admin, "race", "k"))["fence"]
+    cancelled = time.monotonic()
+    b.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await b
+    got, fence = await c
+    assert not ran
+    assert fence > b_fence
+    assert got - cancelled < 1.0, f"the next waiter got the key {got - cancelled:.3f}s after the cancel"
