@@ -164,6 +164,22 @@ async def until(what: str, cond, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.01)
 
 
+async def holding(lock, key: str):
+    """Starts a task that holds key until the returned event is set, and
+    returns (task, event) once it holds. The task returns when it let go."""
+    held, end = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> float:
+        async with lock.hold(key):
+            held.set()
+            await end.wait()
+        return time.monotonic()
+
+    task = asyncio.create_task(holder())
+    await held.wait()
+    return task, end
+
+
 async def waiters_are(c: aredis.Redis, lock: str, key: str, n: int) -> None:
     async def cond() -> bool:
         info = await key_info(c, lock, key)

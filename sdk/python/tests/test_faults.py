@@ -9,7 +9,7 @@ import pytest
 import redis
 
 import tenure_locks
-from conftest import Server, key_info, lock_stats, until, users_file, waiters_are
+from conftest import Server, holding, key_info, lock_stats, until, users_file, waiters_are
 
 
 def is_hold(request: bytes) -> bool:
@@ -81,13 +81,7 @@ async def test_cancel_releases_a_racing_grant(server, proxy, clients, admin):
     waiter gets the key at once rather than after the ttl."""
     direct = tenure_locks.Store(admin).lock("race", ttl="5s")
     via_proxy = tenure_locks.Store(clients("127.0.0.1", proxy.port, socket_timeout=2.0)).lock("race", ttl="5s")
-    held, end = asyncio.Event(), asyncio.Event()
     ran = []
-
-    async def holder():
-        async with direct.hold("k"):
-            held.set()
-            await end.wait()
 
     async def cancelled_waiter():
         async with via_proxy.hold("k"):
@@ -97,8 +91,7 @@ async def test_cancel_releases_a_racing_grant(server, proxy, clients, admin):
         async with direct.hold("k") as lease:
             return time.monotonic(), lease.fence
 
-    a = asyncio.create_task(holder())
-    await held.wait()
+    a, end = await holding(direct, "k")
     proxy.swallow = lambda req, reply: is_hold(req) and reply.startswith(b"*3") and not proxy.swallowed
     b = asyncio.create_task(cancelled_waiter())
     await waiters_are(admin, "race", "k", 1)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import tenure_locks
-from conftest import key_info, lock_stats, until, waiters_are
+from conftest import holding, key_info, lock_stats, until, waiters_are
 
 # How soon the next waiter gets a key after its holder let go (LOCK-06's
 # 10 ms, with room for a busy machine).
@@ -78,14 +78,7 @@ async def test_own_cancellation_while_waiting(server, admin, how):
     at once, the block never runs, no grant for it, and the waiter behind it
     is served as soon as the holder lets go."""
     lk = tenure_locks.Store(admin).lock("handoff", ttl="1s")
-    held, end = asyncio.Event(), asyncio.Event()
     ran = []
-
-    async def holder():
-        async with lk.hold("k"):
-            held.set()
-            await end.wait()
-        return time.monotonic()
 
     async def cancelled_waiter():
         if how == "asyncio.timeout":
@@ -100,8 +93,7 @@ async def test_own_cancellation_while_waiting(server, admin, how):
         async with lk.hold("k"):
             return time.monotonic()
 
-    a = asyncio.create_task(holder())
-    await held.wait()
+    a, end = await holding(lk, "k")
     b = asyncio.create_task(cancelled_waiter())
     await waiters_are(admin, "handoff", "k", 1)
     c = asyncio.create_task(next_waiter())
@@ -142,22 +134,15 @@ async def test_fifo_waiters_with_short_chunks(server, proxy, clients, admin):
     c = clients("127.0.0.1", proxy.port, socket_timeout=0.2)
     lk = tenure_locks.Store(c).lock("fifo", ttl="1s")
     assert lk.chunk == pytest.approx(0.1)
-    held, end = asyncio.Event(), asyncio.Event()
     order = []
     rnd = random.Random(8)
-
-    async def holder():
-        async with lk.hold("k"):
-            held.set()
-            await end.wait()
 
     async def waiter(i):
         async with lk.hold("k"):
             order.append(i)
             await asyncio.sleep(rnd.uniform(0, 0.15))
 
-    h = asyncio.create_task(holder())
-    await held.wait()
+    h, end = await holding(lk, "k")
     ws = []
     for i in range(10):
         ws.append(asyncio.create_task(waiter(i)))
@@ -171,15 +156,7 @@ async def test_fifo_waiters_with_short_chunks(server, proxy, clients, admin):
 
 async def test_bounded_wait_and_try_hold(server, admin):
     store = tenure_locks.Store(admin)
-    held, end = asyncio.Event(), asyncio.Event()
-
-    async def holder():
-        async with store.lock("w").hold("k"):
-            held.set()
-            await end.wait()
-
-    h = asyncio.create_task(holder())
-    await held.wait()
+    h, end = await holding(store.lock("w"), "k")
 
     started = time.monotonic()
     with pytest.raises(tenure_locks.NotHeldError):
