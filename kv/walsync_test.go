@@ -23,13 +23,22 @@ func processCrash(fs *vfs.MemFS) *vfs.MemFS {
 // machineCrash is what a crash of the machine leaves of fs: what was synced.
 func machineCrash(fs *vfs.MemFS) *vfs.MemFS { return fs.CrashClone(vfs.CrashCloneCfg{}) }
 
-// writers runs n goroutines that SET w:<writer>:<i> for i = 0, 1, … until
-// stop is closed; acked[w] is one more than the last i answered OK.
-func writers(t *testing.T, s *Store, n int, stop <-chan struct{}) (acked []atomic.Int64, wait func()) {
-	acked = make([]atomic.Int64, n)
-	errs := make(chan error, n)
+// crash is the files as a crash left them, and the writes answered before.
+type crash struct {
+	before []int64 // per writer: how many of its writes were answered
+	fs     *vfs.MemFS
+}
+
+// crashesDuring runs writers goroutines that SET w:<writer>:<i> for i = 0,
+// 1, … on s and, n times while they write, notes the writes answered so far
+// and then takes the files with take.
+func crashesDuring(t *testing.T, s *Store, writers, n int, take func() *vfs.MemFS) []crash {
+	t.Helper()
+	acked := make([]atomic.Int64, writers)
+	stop := make(chan struct{})
+	errs := make(chan error, writers)
 	var wg sync.WaitGroup
-	for w := range n {
+	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -48,43 +57,53 @@ func writers(t *testing.T, s *Store, n int, stop <-chan struct{}) (acked []atomi
 			}
 		}()
 	}
-	return acked, func() {
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
+	var crashes []crash
+	for range n {
+		time.Sleep(time.Duration(2+rand.IntN(20)) * time.Millisecond)
+		before := make([]int64, writers)
+		for w := range acked {
+			before[w] = acked[w].Load()
 		}
+		crashes = append(crashes, crash{before, take()})
 	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return crashes
 }
 
-// missing counts the writes of snapshot (acked counts per writer) that c
-// does not have.
-func missing(t *testing.T, c *Store, snapshot []int64) (lost, total int) {
+// checkCrashes opens the files of each crash and fails the test for every
+// write answered before it that is not there.
+func checkCrashes(t *testing.T, mode FsyncMode, crashes []crash) {
 	t.Helper()
-	for w, n := range snapshot {
-		for i := range n {
-			total++
-			key := fmt.Sprintf("w:%d:%d", w, i)
-			if v, ok := getOn(t, c, key); !ok || v != key {
-				lost++
+	var total int
+	for i, cr := range crashes {
+		c := openOn(t, cr.fs, mode)
+		var lost, n int
+		for w, answered := range cr.before {
+			for i := range answered {
+				n++
+				key := fmt.Sprintf("w:%d:%d", w, i)
+				if v, ok := getOn(t, c, key); !ok || v != key {
+					lost++
+				}
 			}
 		}
+		if lost != 0 {
+			t.Errorf("crash %d: %d of the %d writes answered before it lost", i, lost, n)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		total += n
 	}
-	return lost, total
-}
-
-// crash is the files as a crash left them, and the writes answered before.
-type crash struct {
-	before []int64 // acked counts per writer
-	fs     *vfs.MemFS
-}
-
-func snapshot(acked []atomic.Int64) []int64 {
-	out := make([]int64, len(acked))
-	for i := range acked {
-		out[i] = acked[i].Load()
+	t.Logf("%d crashes, %d writes answered before them in all", len(crashes), total)
+	if total == 0 {
+		t.Fatal("no write was answered before any crash")
 	}
-	return out
 }
 
 // SPEC §6: in every fsync mode a write is answered only once the OS has it,
@@ -96,30 +115,7 @@ func TestProcessCrashLosesNoAcknowledgedWrite(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
 			s := openOn(t, fs, mode)
-			stop := make(chan struct{})
-			acked, wait := writers(t, s, 8, stop)
-			var crashes []crash
-			for range 5 {
-				time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond)
-				before := snapshot(acked)
-				crashes = append(crashes, crash{before, processCrash(fs)})
-			}
-			close(stop)
-			wait()
-			for i, cr := range crashes {
-				c := openOn(t, cr.fs, mode)
-				lost, total := missing(t, c, cr.before)
-				t.Logf("crash %d: %d writes acknowledged before it, %d lost", i, total, lost)
-				if lost != 0 {
-					t.Errorf("crash %d: %d of %d acknowledged writes lost in a crash of the process", i, lost, total)
-				}
-				if err := c.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if last := crashes[len(crashes)-1].before; last[0] == 0 {
-				t.Fatalf("writer 0 had no write answered before the last crash: %v", last)
-			}
+			checkCrashes(t, mode, crashesDuring(t, s, 8, 5, func() *vfs.MemFS { return processCrash(fs) }))
 		})
 	}
 }
@@ -155,72 +151,34 @@ func TestSyncCoversWritesAnsweredBeforeIt(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
 			s := openOn(t, fs, mode)
-			stop := make(chan struct{})
-			acked, wait := writers(t, s, 4, stop)
-			var crashes []crash
-			for range 8 {
-				time.Sleep(time.Duration(1+rand.IntN(10)) * time.Millisecond)
-				before := snapshot(acked)
+			checkCrashes(t, mode, crashesDuring(t, s, 4, 8, func() *vfs.MemFS {
 				if err := s.Sync(); err != nil {
-					t.Fatal(err)
+					t.Error(err)
 				}
-				crashes = append(crashes, crash{before, machineCrash(fs)})
-			}
-			close(stop)
-			wait()
-			var total int
-			for i, cr := range crashes {
-				c := openOn(t, cr.fs, mode)
-				lost, n := missing(t, c, cr.before)
-				total += n
-				if lost != 0 {
-					t.Errorf("crash %d after Sync: %d of %d writes answered before the Sync lost", i, lost, n)
-				}
-				if err := c.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if total == 0 {
-				t.Fatal("no write was answered before any Sync")
-			}
+				return machineCrash(fs)
+			}))
 		})
 	}
 }
 
-// walCloseWatcher wraps an FS and records, for each WAL file closed, how
-// many of the bytes written to it were not synced when it was closed.
-type walCloseWatcher struct {
-	vfs.FS
+// walCloses records, for each WAL file closed, how many of the bytes
+// written to it were not synced when it was closed.
+type walCloses struct {
 	mu       sync.Mutex
 	unsynced []int64
 }
 
-func (fs *walCloseWatcher) wrap(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || !isWAL(name) {
-		return f, err
-	}
-	return &watchedWAL{File: f, fs: fs}, nil
-}
+func (w *walCloses) watch(f vfs.File) vfs.File { return &watchedWAL{File: f, closes: w} }
 
-func (fs *walCloseWatcher) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, c)
-	return fs.wrap(name, f, err)
-}
-
-func (fs *walCloseWatcher) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
-	return fs.wrap(newname, f, err)
-}
-
-func (fs *walCloseWatcher) closed() []int64 {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return append([]int64(nil), fs.unsynced...)
+func (w *walCloses) list() []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]int64(nil), w.unsynced...)
 }
 
 type watchedWAL struct {
 	vfs.File
-	fs              *walCloseWatcher
+	closes          *walCloses
 	written, synced atomic.Int64
 }
 
@@ -246,9 +204,9 @@ func (f *watchedWAL) sync(sync func() error) error {
 }
 
 func (f *watchedWAL) Close() error {
-	f.fs.mu.Lock()
-	f.fs.unsynced = append(f.fs.unsynced, f.written.Load()-f.synced.Load())
-	f.fs.mu.Unlock()
+	f.closes.mu.Lock()
+	f.closes.unsynced = append(f.closes.unsynced, f.written.Load()-f.synced.Load())
+	f.closes.mu.Unlock()
 	return f.File.Close()
 }
 
@@ -258,7 +216,8 @@ func (f *watchedWAL) Close() error {
 func TestClosedWALIsFsynced(t *testing.T) {
 	for _, mode := range fsyncModes {
 		t.Run(mode.String(), func(t *testing.T) {
-			fs := &walCloseWatcher{FS: vfs.NewMem()}
+			var closes walCloses
+			fs := walWrapper{FS: vfs.NewMem(), wrap: closes.watch}
 			s, err := Open("db", Options{FS: fs, Fsync: mode, Logger: quietLogger()})
 			if err != nil {
 				t.Fatal(err)
@@ -273,7 +232,7 @@ func TestClosedWALIsFsynced(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			closed := fs.closed()
+			closed := closes.list()
 			if len(closed) < 2 {
 				t.Fatalf("%d WALs closed; want the one switched from, and the last", len(closed))
 			}
