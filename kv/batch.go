@@ -81,8 +81,9 @@ func (c *change) drop(it *item) {
 	it.cur = slot{}
 }
 
-// apply commits c (see commandWriteOptions) and applies its counters. The caller holds
-// the stripes of every key in c. It reports whether the command wrote.
+// apply commits c (see commandWriteOptions) and applies its counters. The
+// caller holds the stripes of every key in c. It reports whether the
+// command wrote.
 func (s *Store) apply(c *change) (wrote bool, err error) {
 	if c.b == nil {
 		return false, nil

@@ -66,10 +66,10 @@ type Store struct {
 	keysWithExpiry atomic.Int64
 	expiredTotal   atomic.Int64
 
-	dirty atomic.Bool // written since the everysec syncer last synced
-	// walFsyncOwed makes the next WAL Sync an fsync (see walsync.go).
-	walFsyncOwed atomic.Bool
-	closed       atomic.Bool
+	dirty  atomic.Bool // written since the everysec syncer last synced
+	closed atomic.Bool
+
+	walFsyncOwed atomic.Bool // the next WAL Sync is an fsync (see walsync.go)
 	// failed is the first write Pebble could not make (see commit): from
 	// then on every write is refused with it.
 	failed atomic.Pointer[error]
