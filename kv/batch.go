@@ -81,13 +81,14 @@ func (c *change) drop(it *item) {
 	it.cur = slot{}
 }
 
-// apply commits c without sync and applies its counters. The caller holds
-// the stripes of every key in c. It reports whether the command wrote.
+// apply commits c (see commandWriteOptions) and applies its counters. The
+// caller holds the stripes of every key in c. It reports whether the
+// command wrote.
 func (s *Store) apply(c *change) (wrote bool, err error) {
 	if c.b == nil {
 		return false, nil
 	}
-	if err := s.commit(c.b, pebble.NoSync); err != nil {
+	if err := s.commit(c.b, s.commandWriteOptions()); err != nil {
 		return false, err
 	}
 	s.keys.Add(c.keys)

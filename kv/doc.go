@@ -46,13 +46,18 @@
 //
 // Commands that read then write a key hold one of 256 striped mutexes chosen
 // by the key's hash; multi-key commands take their stripes in ascending order.
-// Batches are applied to Pebble without sync while a stripe is held; with
-// [FsyncAlways] the caller then waits, with no stripe held, for a WAL sync
-// that covers its batch, and Pebble's commit pipeline lets concurrent waiters
-// share one fsync. Reads do not lock (except to delete an expired key). A
-// read may see a write that another caller has applied but whose fsync is
-// still under way; Redis, which sends all replies of an event-loop turn
-// after that turn's fsync, never shows such a write before it is on disk.
+// In every mode a write returns only once its batch is in the operating
+// system's hands, so a crash of the process loses nothing acknowledged (see
+// walsync.go). With [FsyncAlways] batches are applied to Pebble without sync
+// while a stripe is held, and the caller then waits, with no stripe held, for
+// a WAL sync that covers its batch; Pebble's commit pipeline lets concurrent
+// waiters share one fsync. In the other modes a batch is committed, under its
+// stripes, with a sync that only writes the WAL to the operating system, and
+// concurrent writers share that write. Reads do not lock (except to delete an
+// expired key). With FsyncAlways a read may see a write that another caller
+// has applied but whose fsync is still under way; Redis, which sends all
+// replies of an event-loop turn after that turn's fsync, never shows such a
+// write before it is on disk.
 //
 // Each stripe also remembers, for up to Options.MetaCacheKeys keys in all,
 // what a write needs to know of a key besides its value: that it is on disk,

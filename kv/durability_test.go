@@ -160,29 +160,31 @@ func TestCloseSyncs(t *testing.T) {
 	}
 }
 
-// walSyncCounter wraps an FS and counts syncs of WAL files.
-type walSyncCounter struct {
+// walWrapper is an FS whose WAL files are wrapped by wrap as Pebble makes
+// them.
+type walWrapper struct {
 	vfs.FS
-	syncs atomic.Int64
+	wrap func(vfs.File) vfs.File
 }
 
-func (fs *walSyncCounter) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+func (fs walWrapper) wrapped(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return f, err
 	}
-	return &countedFile{File: f, syncs: &fs.syncs}, nil
+	return fs.wrap(f), nil
 }
 
-func (fs *walSyncCounter) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+func (fs walWrapper) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, c)
-	return fs.wrap(name, f, err)
+	return fs.wrapped(name, f, err)
 }
 
-func (fs *walSyncCounter) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+func (fs walWrapper) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
-	return fs.wrap(newname, f, err)
+	return fs.wrapped(newname, f, err)
 }
 
+// countedFile counts its syncs.
 type countedFile struct {
 	vfs.File
 	syncs *atomic.Int64
@@ -198,7 +200,8 @@ func TestFsyncAlwaysSharesFsyncs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes to the real disk")
 	}
-	fs := &walSyncCounter{FS: vfs.Default}
+	var walSyncs atomic.Int64
+	fs := walWrapper{FS: vfs.Default, wrap: func(f vfs.File) vfs.File { return &countedFile{File: f, syncs: &walSyncs} }}
 	s, err := Open(t.TempDir(), Options{FS: fs, Fsync: FsyncAlways, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +209,7 @@ func TestFsyncAlwaysSharesFsyncs(t *testing.T) {
 	defer s.Close()
 
 	measure := func(name string, writers, each int) (writes, syncs int64) {
-		before := fs.syncs.Load()
+		before := walSyncs.Load()
 		var wg sync.WaitGroup
 		errs := make(chan error, writers)
 		for w := range writers {
@@ -227,7 +230,7 @@ func TestFsyncAlwaysSharesFsyncs(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		return int64(writers * each), fs.syncs.Load() - before
+		return int64(writers * each), walSyncs.Load() - before
 	}
 
 	seqWrites, seqSyncs := measure("alone", 1, 50)

@@ -46,6 +46,10 @@ func (s *Store) BumpEpoch() (uint64, error) {
 	if err := s.commit(b, pebble.Sync); err != nil {
 		return 0, fmt.Errorf("bump epoch: %w", err)
 	}
+	// The commit's sync handed the epoch to the OS; this makes it durable.
+	if err := s.fsyncWAL(); err != nil {
+		return 0, fmt.Errorf("bump epoch: %w", err)
+	}
 	s.epoch.Store(next)
 	return next, nil
 }

@@ -13,18 +13,22 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// FsyncMode says when writes reach the disk (SPEC §6, --fsync).
+// FsyncMode says when writes reach the disk (SPEC §6, --fsync). In every
+// mode a write returns only once the operating system has it, so a crash
+// of the process loses no acknowledged write (see walsync.go).
 type FsyncMode int
 
 const (
-	// FsyncEverysec syncs the WAL once a second when something was written:
-	// a crash loses at most about a second of acknowledged writes.
+	// FsyncEverysec hands every write to the OS before it returns, and
+	// fsyncs the WAL once a second when something was written: a crash of
+	// the machine loses at most about a second of acknowledged writes.
 	FsyncEverysec FsyncMode = iota
 	// FsyncAlways acknowledges a write only once it is on disk; concurrent
 	// writers share fsyncs.
 	FsyncAlways
-	// FsyncNo never syncs explicitly and leaves it to the OS (and Pebble's
-	// own syncs when it switches WAL files). BumpEpoch and Close still sync.
+	// FsyncNo hands every write to the OS before it returns and leaves the
+	// fsync to the OS (and to Pebble when it switches WAL files).
+	// BumpEpoch, Sync and Close still fsync.
 	FsyncNo
 )
 
@@ -148,7 +152,8 @@ func (s *Store) refused() error {
 	return nil
 }
 
-// syncWAL is commit for an fsync of everything written so far.
+// syncWAL is commit for a WAL sync of everything committed so far: with
+// FsyncAlways an fsync, otherwise a write to the OS (see walsync.go).
 func (s *Store) syncWAL() (err error) {
 	if failed := s.failed.Load(); failed != nil {
 		return *failed
@@ -192,17 +197,18 @@ func (s *Store) Sync() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if err := s.syncWAL(); err != nil {
+	if err := s.fsyncWAL(); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
 	return nil
 }
 
 // settle makes a write applied by this caller as durable as the fsync mode
-// asks. It is called with no stripe held: with FsyncAlways, concurrent
-// callers' syncs are grouped by Pebble's commit pipeline into shared fsyncs,
-// and the sync of an empty LogData record covers every batch committed
-// before it.
+// asks; in modes other than FsyncAlways its commit has done so already (see
+// commandWriteOptions). It is called with no stripe held: with FsyncAlways,
+// concurrent callers' syncs are grouped by Pebble's commit pipeline into
+// shared fsyncs, and the sync of an empty LogData record covers every batch
+// committed before it.
 func (s *Store) settle() error {
 	if s.fsync != FsyncAlways {
 		return nil
@@ -226,7 +232,7 @@ func (s *Store) runSyncer() {
 		if !s.dirty.Swap(false) || s.failed.Load() != nil {
 			continue
 		}
-		if err := s.syncWAL(); err != nil {
+		if err := s.fsyncWAL(); err != nil {
 			s.log.Error("kv: everysec fsync failed", "dir", s.dir, "err", err)
 		}
 	}

@@ -68,6 +68,8 @@ type Store struct {
 
 	dirty  atomic.Bool // written since the everysec syncer last synced
 	closed atomic.Bool
+
+	walFsyncOwed atomic.Bool // the next WAL Sync is an fsync (see walsync.go)
 	// failed is the first write Pebble could not make (see commit): from
 	// then on every write is refused with it.
 	failed atomic.Pointer[error]
@@ -189,7 +191,7 @@ func (s *Store) Close() error {
 		return s.closeFailed(*failed)
 	}
 	s.wg.Wait()
-	err := s.syncWAL()
+	err := s.fsyncWAL()
 	if failed := s.failed.Load(); failed != nil {
 		return s.closeFailed(*failed) // this last sync found the disk failing
 	}
@@ -246,7 +248,7 @@ func (s *Store) FlushAll() error {
 	b := s.db.NewBatch()
 	err := b.DeleteRange(userSpanStart, userSpanEnd, nil)
 	if err == nil {
-		err = s.commit(b, pebble.NoSync)
+		err = s.commit(b, s.commandWriteOptions())
 	}
 	for i := range s.stripes {
 		clear(s.stripes[i].meta) // after a failed commit too: the disk is in doubt

@@ -29,9 +29,10 @@ import (
 //     said, and no write is let in afterwards.
 //
 // Nothing is acknowledged that is not on disk as the fsync mode promises:
-// with FsyncAlways a write is acknowledged only after a sync that covers it
-// returned with the store not latched, and the latch is set by the failing
-// write or sync itself, before that sync returns.
+// a write is acknowledged only after a sync that covers it (with
+// FsyncAlways an fsync, otherwise a write(2); see walsync.go) returned with
+// the store not latched, and the latch is set by the failing write or sync
+// itself, before that sync returns.
 type walGuard struct {
 	vfs.FS
 	s *Store
@@ -84,8 +85,31 @@ func (f walFile) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), f.check(err)
 }
 
-func (f walFile) Sync() error     { return f.check(f.File.Sync()) }
-func (f walFile) SyncData() error { return f.check(f.File.SyncData()) }
+// Sync and SyncData fsync only when the fsync mode or fsyncWAL asks; else
+// what Pebble wrote is already the OS's, and that is all that is owed (see
+// walsync.go).
+func (f walFile) Sync() error {
+	if !f.s.walSyncIsFsync() {
+		return nil
+	}
+	return f.check(f.File.Sync())
+}
+
+func (f walFile) SyncData() error {
+	if !f.s.walSyncIsFsync() {
+		return nil
+	}
+	return f.check(f.File.SyncData())
+}
+
+// Close fsyncs first: Pebble closes a WAL, syncing it, before it starts the
+// next, so that only the last one can have an unclean tail after a crash.
+func (f walFile) Close() error {
+	if f.s.fsync != FsyncAlways {
+		_ = f.check(f.File.SyncData())
+	}
+	return f.File.Close()
+}
 
 func (f walFile) SyncTo(length int64) (bool, error) {
 	full, err := f.File.SyncTo(length)
