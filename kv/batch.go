@@ -167,9 +167,8 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 		}
 		seen[string(k)] = len(items)
 		idx[i] = len(items)
-		it := s.newItem(k)
+		it, n := s.newItemAt(k)
 		items = append(items, it)
-		n := it.stripe
 		stripes[n/64] |= 1 << (n % 64)
 	}
 	c := change{db: s.db, now: s.nowMs()}
