@@ -36,10 +36,10 @@ func (s *Store) SetBit(key []byte, offset uint64, on bool) (old int, err error) 
 		} else {
 			r.value[byteAt] &^= mask
 		}
-		r.raw = true
-		if it.cur.live && old == b2i(on) && len(r.value) == len(it.cur.rec.value) {
+		if it.cur.live && it.cur.rec.raw && old == b2i(on) && len(r.value) == len(it.cur.rec.value) {
 			return nil // nothing changed: nothing to write
 		}
+		r.raw = true // even when the bit was already so, as Redis unshares the string
 		c.put(it, r)
 		return nil
 	})

@@ -301,6 +301,7 @@ func (s *Store) IncrBy(key []byte, delta int64) (int64, error) {
 		n = old + delta
 		r := it.cur.rec
 		r.value = strconv.AppendInt(nil, n, 10)
+		r.raw = false // a new integer, as Redis makes one
 		c.put(it, r)
 		return nil
 	})
@@ -331,6 +332,7 @@ func (s *Store) IncrByFloat(key []byte, delta float64) ([]byte, error) {
 		out = redistext.FormatFloat(n)
 		r := it.cur.rec
 		r.value = out
+		r.raw = false // a new string, as Redis makes one
 		c.put(it, r)
 		return nil
 	})

@@ -1,7 +1,14 @@
 package resp_test
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"strconv"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
@@ -233,4 +240,76 @@ func TestBitsAndLCSBoundedByProtoMaxBulkLen(t *testing.T) {
 		{"SET b 1234567890123456", "OK"},
 		{"LCS a b LEN", "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"},
 	})
+}
+
+// againstRedis is a client of a fresh tenure and one of the real Redis
+// TENURE_TEST_REDIS names (flushed), for tests that send both the same
+// random commands; it skips the test when there is none.
+func againstRedis(t *testing.T) (ours, theirs *redis.Client) {
+	t.Helper()
+	addr := os.Getenv("TENURE_TEST_REDIS")
+	if addr == "" {
+		t.Skip("TENURE_TEST_REDIS names no Redis to compare with")
+	}
+	theirs = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+	t.Cleanup(func() { theirs.Close() })
+	if err := theirs.FlushAll(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return start(t).Client(), theirs
+}
+
+// sameReplies sends each command to both and stops at the first reply
+// that differs.
+func sameReplies(t *testing.T, ours, theirs *redis.Client, cmds [][]any) {
+	t.Helper()
+	for _, cmd := range cmds {
+		want, werr := theirs.Do(bg, cmd...).Result()
+		got, gerr := ours.Do(bg, cmd...).Result()
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: tenure %s, Redis %s (after %q)", cmd, show(got, gerr), show(want, werr), cmds)
+		}
+	}
+}
+
+// Random strings and ranges, each command sent to tenure and to Redis,
+// replies compared: the bit commands' index rules and LCS's choice among
+// equal subsequences are where a reimplementation slips.
+func TestBitsAndLCSAgainstRedis(t *testing.T) {
+	ours, theirs := againstRedis(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	randomString := func(n int, alphabet string) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	bytesAlphabet := "\x00\x01\x0f\x80\xf0\xfe\xff" + "abc"
+	for round := 0; round < 300; round++ {
+		cmds := [][]any{{"SET", "a", randomString(rng.IntN(12), bytesAlphabet)}, {"SET", "b", randomString(rng.IntN(12), "ab")}}
+		idx := func() any { return strconv.Itoa(rng.IntN(40) - 20) }
+		units := []string{"BYTE", "BIT", "byte", "bit"}
+		cmds = append(cmds,
+			[]any{"BITCOUNT", "a"},
+			[]any{"BITCOUNT", "a", idx(), idx()},
+			[]any{"BITCOUNT", "a", idx(), idx(), units[rng.IntN(4)]},
+			[]any{"BITPOS", "a", rng.IntN(2)},
+			[]any{"BITPOS", "a", rng.IntN(2), idx()},
+			[]any{"BITPOS", "a", rng.IntN(2), idx(), idx()},
+			[]any{"BITPOS", "a", rng.IntN(2), idx(), idx(), units[rng.IntN(4)]},
+			[]any{"GETBIT", "a", rng.IntN(100)},
+			[]any{"SETBIT", "b", rng.IntN(100), rng.IntN(2)},
+			[]any{"BITOP", []string{"AND", "OR", "XOR"}[rng.IntN(3)], "d", "a", "b"},
+			[]any{"GET", "d"},
+			[]any{"BITOP", "NOT", "d", "b"},
+			[]any{"GET", "d"},
+			[]any{"SET", "x", randomString(rng.IntN(15), "abc")},
+			[]any{"SET", "y", randomString(rng.IntN(15), "abc")},
+			[]any{"LCS", "x", "y"},
+			[]any{"LCS", "x", "y", "IDX", "WITHMATCHLEN"},
+			[]any{"LCS", "x", "y", "IDX", "MINMATCHLEN", rng.IntN(4)},
+		)
+		sameReplies(t, ours, theirs, cmds)
+	}
 }

@@ -2,7 +2,9 @@ package resp_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -530,4 +532,38 @@ func TestCopyDB(t *testing.T) {
 		{"EXISTS b", 0},
 		{"SELECT 1", "ERR DB index is out of range"},
 	})
+}
+
+// OBJECT ENCODING and REFCOUNT after random writes, against Redis: the
+// encoding follows a value's bytes and the way it was written.
+func TestObjectAgainstRedis(t *testing.T) {
+	ours, theirs := againstRedis(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	values := []string{"0", "1", "9999", "10000", "-1", "007", "+1", " 1", "1.5", "abc", "",
+		"9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		strings.Repeat("x", 44), strings.Repeat("x", 45), strings.Repeat("7", 20)}
+	pick := func() string { return values[rng.IntN(len(values))] }
+	for round := 0; round < 500; round++ {
+		var cmd []any
+		switch rng.IntN(9) {
+		case 0, 1:
+			cmd = []any{"SET", "k", pick()}
+		case 2:
+			cmd = []any{"APPEND", "k", pick()}
+		case 3:
+			cmd = []any{"SETRANGE", "k", rng.IntN(3), pick()}
+		case 4:
+			cmd = []any{"INCR", "k"}
+		case 5:
+			cmd = []any{"SETBIT", "k", rng.IntN(16), rng.IntN(2)}
+		case 6:
+			cmd = []any{"COPY", "k", "c", "REPLACE"}
+		case 7:
+			cmd = []any{"MSET", "k", pick(), "c", pick()}
+		default:
+			cmd = []any{"DEL", "k"}
+		}
+		sameReplies(t, ours, theirs, [][]any{cmd,
+			{"OBJECT", "ENCODING", "k"}, {"OBJECT", "REFCOUNT", "k"}, {"OBJECT", "ENCODING", "c"}})
+	}
 }
