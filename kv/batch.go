@@ -17,6 +17,7 @@ type change struct {
 
 	writes                    int // puts and deletes asked by the command, not lazy-expiry deletes
 	keys, withExpiry, expired int64
+	deadlines                 int64 // added to less removed, absolute: see Store.deadlineSum
 }
 
 func (c *change) batch() *pebble.Batch {
@@ -48,9 +49,11 @@ func (c *change) put(it *item, r record) {
 	}
 	if old.present && old.rec.expiry != 0 {
 		c.withExpiry--
+		c.deadlines -= old.rec.expiry
 	}
 	if r.expiry != 0 {
 		c.withExpiry++
+		c.deadlines += r.expiry
 	}
 	c.writes++
 	it.cur = slot{present: true, live: true, rec: r}
@@ -73,6 +76,7 @@ func (c *change) drop(it *item) {
 	if old.rec.expiry != 0 {
 		_ = b.Delete(expiryKey(old.rec.expiry, it.key), nil)
 		c.withExpiry--
+		c.deadlines -= old.rec.expiry
 	}
 	c.keys--
 	if !old.live {
@@ -92,8 +96,9 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 		return false, err
 	}
 	s.keys.Add(c.keys)
-	if c.withExpiry != 0 {
+	if c.withExpiry != 0 || c.deadlines != 0 {
 		s.keysWithExpiry.Add(c.withExpiry)
+		s.deadlineSum.Add(c.deadlines - c.withExpiry*s.deadlineBase)
 	}
 	if c.expired != 0 {
 		s.expiredTotal.Add(c.expired)
@@ -163,9 +168,8 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 		}
 		seen[string(k)] = len(items)
 		idx[i] = len(items)
-		it := s.newItem(k)
+		it, n := s.newItemAt(k)
 		items = append(items, it)
-		n := it.stripe
 		stripes[n/64] |= 1 << (n % 64)
 	}
 	c := change{db: s.db, now: s.nowMs()}

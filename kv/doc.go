@@ -28,7 +28,8 @@
 // the epoch.
 //
 // A record is one Pebble value: a format byte (0x01: string, version 1), a
-// flags byte (bit 0: an expiry follows, bit 1: a fence follows), the expiry as
+// flags byte (bit 0: an expiry follows, bit 1: a fence follows, bit 2: the
+// string was changed in place, for OBJECT ENCODING), the expiry as
 // int64 unix ms BE and the fence as uint64 BE when their flags are set, then
 // the string's bytes. A key without TTL or fence costs two bytes of header.
 //

@@ -68,6 +68,10 @@ const (
 
 	flagExpiry byte = 1 << 0
 	flagFence  byte = 1 << 1
+	// flagRaw: the string was changed in place (APPEND, SETRANGE, SETBIT,
+	// BITOP), which Redis keeps in its "raw" encoding whatever it holds;
+	// OBJECT ENCODING says so. It has no payload.
+	flagRaw byte = 1 << 2
 )
 
 // record is a key's stored state: its string, its deadline (unix ms, 0 =
@@ -76,6 +80,7 @@ type record struct {
 	value  []byte
 	expiry int64
 	fence  uint64
+	raw    bool // changed in place: see flagRaw
 }
 
 func (r record) encodedLen() int {
@@ -104,13 +109,16 @@ func (r record) encodeTo(dst []byte) {
 		binary.BigEndian.PutUint64(dst[i:], r.fence)
 		i += 8
 	}
+	if r.raw {
+		flags |= flagRaw
+	}
 	dst[1] = flags
 	copy(dst[i:], r.value)
 }
 
 // decodeRecord reads a record; its value aliases raw.
 func decodeRecord(raw []byte) (record, error) {
-	if len(raw) < 2 || raw[0] != recString || raw[1]&^(flagExpiry|flagFence) != 0 {
+	if len(raw) < 2 || raw[0] != recString || raw[1]&^(flagExpiry|flagFence|flagRaw) != 0 {
 		return record{}, fmt.Errorf("kv: corrupt record header % x", raw[:min(len(raw), 2)])
 	}
 	flags := raw[1]
@@ -130,6 +138,7 @@ func decodeRecord(raw []byte) (record, error) {
 		r.fence = binary.BigEndian.Uint64(raw[i:])
 		i += 8
 	}
+	r.raw = flags&flagRaw != 0
 	r.value = raw[i:]
 	return r, nil
 }

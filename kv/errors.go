@@ -22,6 +22,9 @@ var (
 	// ErrFenced: SET … FENCE f on a key that remembers a fence larger than f
 	// (LOCK-12). Nothing was written.
 	ErrFenced = errors.New("a newer fence has written this key")
+	// ErrLCSTooLarge: LCS would need a table larger than
+	// Options.MaxValueLen.
+	ErrLCSTooLarge = errors.New("Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
 	// ErrOffsetOutOfRange: SETRANGE with a negative offset.
 	ErrOffsetOutOfRange = errors.New("offset is out of range")
 	// ErrDiskFailed: a write to the disk failed (a full disk, a read-only

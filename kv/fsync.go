@@ -162,7 +162,11 @@ func (s *Store) syncWAL() (err error) {
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return err
 	}
-	return s.failedSince()
+	if err := s.failedSince(); err != nil {
+		return err
+	}
+	s.lastSync.Store(s.now().Unix())
+	return nil
 }
 
 // failWAL latches the store as failed on an error writing a WAL file

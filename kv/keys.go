@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -51,13 +52,15 @@ func (s *Store) Exists(keys [][]byte) (int64, error) {
 // peek reports whether key exists, dropping it if it has expired.
 func (s *Store) peek(key []byte, now int64) (bool, error) {
 	expiry, found, err := s.expiryOf(key)
-	if err != nil || !found {
+	if err != nil {
 		return false, err
 	}
-	if expiredAt(expiry, now) {
+	live := found && !expiredAt(expiry, now)
+	s.lookups.count(live)
+	if found && !live {
 		return false, s.dropExpired(key)
 	}
-	return true, nil
+	return live, nil
 }
 
 func (s *Store) expiryOf(key []byte) (expiry int64, found bool, err error) {
@@ -125,10 +128,11 @@ func (s *Store) TTL(key []byte) (int64, error) {
 	if err != nil {
 		return 0, wrap("ttl", err)
 	}
+	now := s.nowMs()
+	s.lookups.count(found && !expiredAt(expiry, now))
 	if !found {
 		return -2, nil
 	}
-	now := s.nowMs()
 	switch {
 	case expiry == 0:
 		return -1, nil
@@ -320,4 +324,147 @@ func (s *Store) rename(src, dst []byte, nx bool) (bool, error) {
 		return nil
 	})
 	return done, err
+}
+
+// Deadline is EXPIRETIME/PEXPIRETIME: key's deadline in unix ms, -1 if it
+// has no TTL, -2 if it is missing.
+func (s *Store) Deadline(key []byte) (int64, error) {
+	at := int64(-2)
+	_, err := s.view(key, func(rec record) {
+		at = rec.expiry
+		if at == 0 {
+			at = -1
+		}
+	})
+	if err != nil {
+		return 0, wrap("expiretime", err)
+	}
+	return at, nil
+}
+
+// Object is what OBJECT tells of a key, in Redis's terms: how Redis would
+// hold a string with the same bytes and history.
+type Object struct {
+	// Encoding is "int" for an integer Redis would keep as a long, "embstr"
+	// for a short string, "raw" for a longer one or one changed in place
+	// (APPEND, SETRANGE, SETBIT, BITOP).
+	Encoding string
+	// Shared: the value is one of the integers 0 to 9999, which Redis keeps
+	// once and shares (under tenure's only policy, noeviction), so that its
+	// OBJECT REFCOUNT is INT_MAX.
+	Shared bool
+}
+
+// Object is OBJECT ENCODING and REFCOUNT; ok is false for a missing key.
+func (s *Store) Object(key []byte) (obj Object, ok bool, err error) {
+	ok, err = s.view(key, func(rec record) {
+		n, isInt := redistext.ParseInt(rec.value)
+		switch {
+		case rec.raw:
+			obj.Encoding = "raw"
+		case isInt && len(rec.value) <= 20:
+			obj.Encoding = "int"
+			obj.Shared = n >= 0 && n < sharedIntegers
+		case len(rec.value) <= embstrMax:
+			obj.Encoding = "embstr"
+		default:
+			obj.Encoding = "raw"
+		}
+	})
+	if err != nil {
+		return Object{}, false, wrap("object", err)
+	}
+	return obj, ok, nil
+}
+
+// sharedIntegers is how many small integers Redis shares (OBJ_SHARED_INTEGERS).
+const sharedIntegers = 10000
+
+// embstrMax is the longest string Redis embeds in its object header
+// (OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
+const embstrMax = 44
+
+// RandomKey is RANDOMKEY: a live key chosen at random, ok false when there
+// is none. It starts the walk at a random hash and takes the first live
+// key from there, wrapping around once; so a key's chance is in proportion
+// to the gap of hashes before it, which for a 64-bit hash is close to even.
+func (s *Store) RandomKey() (key []byte, ok bool, err error) {
+	if s.closed.Load() {
+		return nil, false, ErrClosed
+	}
+	from := rand.Uint64()
+	take := func(k []byte) bool {
+		key, ok = clone(k), true
+		return false
+	}
+	if err := s.walkUntil(from, take); err != nil {
+		return nil, false, wrap("randomkey", err)
+	}
+	if !ok && from != 0 {
+		if err := s.walkUntil(0, take); err != nil {
+			return nil, false, wrap("randomkey", err)
+		}
+	}
+	return key, ok, nil
+}
+
+// walkUntil calls f with each live key from hash cursor on, in hash order,
+// until f returns false.
+func (s *Store) walkUntil(cursor uint64, f func(key []byte) bool) error {
+	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: hashPrefix(cursor), UpperBound: []byte{nsExpiry}})
+	if err != nil {
+		return err
+	}
+	now := s.nowMs()
+	for valid := iter.First(); valid; valid = iter.Next() {
+		k := iter.Key()
+		if len(k) < prefixLen {
+			continue
+		}
+		raw, err := iter.ValueAndErr()
+		if err != nil {
+			return closeIter(iter, err)
+		}
+		rec, err := decodeRecord(raw)
+		if err != nil {
+			return closeIter(iter, err)
+		}
+		if !expiredAt(rec.expiry, now) && !f(k[prefixLen:]) {
+			break
+		}
+	}
+	return closeIter(iter, iter.Error())
+}
+
+// Copy is COPY src dst [REPLACE]: dst takes src's value and TTL, and src
+// stays. Without replace an existing dst is left alone and Copy reports
+// false; a missing src reports false. The caller refuses src == dst
+// (Redis's "source and destination objects are the same").
+//
+// The fence dst remembers is the larger of src's and the one dst had. The
+// key remembers the largest fence that wrote it (SPEC §3): the copied bytes
+// were written under src's fence, and a dst that is replaced was written
+// under its own, and COPY is no DEL, which alone forgets a fence. So a
+// holder with an older fence than either is refused on dst afterwards
+// (LOCK-12), and a copy never lowers what a key remembers.
+func (s *Store) Copy(src, dst []byte, replace bool) (bool, error) {
+	var done bool
+	err := s.updateMany([][]byte{src, dst}, true, func(c *change, items []item, idx []int) error {
+		from, to := &items[idx[0]], &items[idx[1]]
+		if !from.cur.live || (to.cur.live && !replace) {
+			return nil
+		}
+		r := from.cur.rec
+		r.value = clone(r.value)
+		if to.cur.live {
+			r.fence = max(r.fence, to.cur.rec.fence)
+		}
+		c.put(to, r)
+		done = true
+		return nil
+	})
+	if err != nil {
+		return false, wrap("copy", err)
+	}
+	return done, nil
 }

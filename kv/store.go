@@ -65,6 +65,13 @@ type Store struct {
 	keys           atomic.Int64 // records on disk, expired-but-not-swept included
 	keysWithExpiry atomic.Int64
 	expiredTotal   atomic.Int64
+	// deadlineSum is the sum of the deadlines of the keys with a TTL, each
+	// less deadlineBase (the store's open time), for INFO's avg_ttl: kept
+	// relative so that it holds billions of keys of hours-long TTLs.
+	deadlineSum  atomic.Int64
+	deadlineBase int64
+	lookups      lookupStats
+	lastSync     atomic.Int64 // unix seconds of the last WAL sync that succeeded
 
 	dirty  atomic.Bool // written since the everysec syncer last synced
 	closed atomic.Bool
@@ -93,6 +100,11 @@ func Open(dir string, o Options) (*Store, error) {
 		sweepInterval: o.SweepInterval,
 		stop:          make(chan struct{}),
 	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.deadlineBase = s.nowMs()
+	s.lastSync.Store(s.now().Unix())
 	switch o.Fsync {
 	case FsyncEverysec, FsyncAlways, FsyncNo:
 	default:
@@ -100,9 +112,6 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	if s.log == nil {
 		s.log = slog.Default()
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	if s.sweepInterval <= 0 {
 		s.sweepInterval = defaultSweepInterval
@@ -162,8 +171,13 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
+	sum, err := s.sumDeadlines()
+	if err != nil {
+		return err
+	}
 	s.keys.Store(keys)
 	s.keysWithExpiry.Store(withExpiry)
+	s.deadlineSum.Store(sum)
 	s.expiredTotal.Store(0)
 	return nil
 }
@@ -213,6 +227,10 @@ type Stats struct {
 	KeysWithExpiry int64  // keys that have a TTL
 	ExpiredTotal   int64  // keys deleted because they expired, since Open (lazily or by the sweep)
 	DiskUsage      uint64 // bytes of Pebble files on disk
+	KeyspaceHits   int64  // reads that found their key, since Open or ResetStats
+	KeyspaceMisses int64  // reads that did not
+	AvgTTL         int64  // ms left, on average, to the keys with a TTL; 0 when none
+	LastSync       int64  // unix seconds of the last WAL fsync (LASTSAVE)
 }
 
 // Stats returns the current counters and Pebble's disk usage.
@@ -221,6 +239,10 @@ func (s *Store) Stats() Stats {
 		Keys:           s.keys.Load(),
 		KeysWithExpiry: s.keysWithExpiry.Load(),
 		ExpiredTotal:   s.expiredTotal.Load(),
+		KeyspaceHits:   s.lookups.hits.Load(),
+		KeyspaceMisses: s.lookups.misses.Load(),
+		AvgTTL:         s.avgTTL(),
+		LastSync:       s.lastSync.Load(),
 	}
 	if !s.closed.Load() {
 		st.DiskUsage = s.db.Metrics().DiskSpaceUsage()
@@ -256,6 +278,7 @@ func (s *Store) FlushAll() error {
 	if err == nil {
 		s.keys.Store(0)
 		s.keysWithExpiry.Store(0)
+		s.deadlineSum.Store(0)
 		s.markDirty()
 	}
 	for i := range s.stripes {

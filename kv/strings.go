@@ -110,12 +110,15 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 		return nil, false, wrap("get", err)
 	}
 	if !found {
+		s.lookups.count(false)
 		return nil, false, nil
 	}
 	if expiredAt(rec.expiry, s.nowMs()) {
 		_ = closer.Close()
+		s.lookups.count(false)
 		return nil, false, s.dropExpired(key)
 	}
+	s.lookups.count(true)
 	value = clone(rec.value)
 	_ = closer.Close()
 	return value, true, nil
@@ -205,6 +208,7 @@ func (s *Store) MGet(keys [][]byte) ([][]byte, error) {
 			return nil, wrap("mget", err)
 		}
 		if !found {
+			s.lookups.count(false)
 			continue
 		}
 		if expiredAt(rec.expiry, now) {
@@ -212,6 +216,7 @@ func (s *Store) MGet(keys [][]byte) ([][]byte, error) {
 		} else {
 			out[i] = clone(rec.value)
 		}
+		s.lookups.count(out[i] != nil)
 		_ = closer.Close()
 	}
 	for _, k := range expired {
@@ -296,6 +301,7 @@ func (s *Store) IncrBy(key []byte, delta int64) (int64, error) {
 		n = old + delta
 		r := it.cur.rec
 		r.value = strconv.AppendInt(nil, n, 10)
+		r.raw = false // a new integer, as Redis makes one
 		c.put(it, r)
 		return nil
 	})
@@ -326,6 +332,7 @@ func (s *Store) IncrByFloat(key []byte, delta float64) ([]byte, error) {
 		out = redistext.FormatFloat(n)
 		r := it.cur.rec
 		r.value = out
+		r.raw = false // a new string, as Redis makes one
 		c.put(it, r)
 		return nil
 	})
@@ -347,6 +354,7 @@ func (s *Store) Append(key, value []byte) (int64, error) {
 		if int64(len(value)) > s.MaxValueLen()-int64(len(r.value)) {
 			return ErrTooLarge
 		}
+		r.raw = it.cur.live // Redis encodes a new key as SET does
 		r.value = append(r.value, value...)
 		n = int64(len(r.value))
 		c.put(it, r)
@@ -368,13 +376,16 @@ func (s *Store) StrLen(key []byte) (int64, error) {
 		return 0, wrap("strlen", err)
 	}
 	if !found {
+		s.lookups.count(false)
 		return 0, nil
 	}
 	n := int64(len(rec.value))
 	_ = closer.Close()
 	if expiredAt(rec.expiry, s.nowMs()) {
+		s.lookups.count(false)
 		return 0, s.dropExpired(key)
 	}
+	s.lookups.count(true)
 	return n, nil
 }
 
@@ -390,12 +401,15 @@ func (s *Store) GetRange(key []byte, start, end int64) ([]byte, error) {
 		return nil, wrap("getrange", err)
 	}
 	if !found {
+		s.lookups.count(false)
 		return []byte{}, nil
 	}
 	defer closer.Close()
 	if expiredAt(rec.expiry, s.nowMs()) {
+		s.lookups.count(false)
 		return []byte{}, s.dropExpired(key)
 	}
+	s.lookups.count(true)
 	v := rec.value
 	strlen := int64(len(v))
 	if start < 0 && end < 0 && start > end {
@@ -445,6 +459,7 @@ func (s *Store) SetRange(key []byte, offset int64, value []byte) (int64, error) 
 			r.value = grown
 		}
 		copy(r.value[offset:], value)
+		r.raw = true
 		n = int64(len(r.value))
 		c.put(it, r)
 		return nil
@@ -460,7 +475,7 @@ func (s *Store) SetRange(key []byte, offset int64, value []byte) (int64, error) 
 func wrap(op string, err error) error {
 	switch err {
 	case nil, ErrNotInteger, ErrNotFloat, ErrOverflow, ErrNaN, ErrNoSuchKey,
-		ErrTooLarge, ErrFenced, ErrOffsetOutOfRange, ErrClosed:
+		ErrTooLarge, ErrFenced, ErrOffsetOutOfRange, ErrLCSTooLarge, ErrClosed:
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)

@@ -151,6 +151,7 @@ func (c *conn) authenticate(user, password []byte) bool {
 func cmdReset(c *conn, args [][]byte) {
 	c.mu.Lock()
 	c.name = ""
+	c.noEvict, c.noTouch = false, false
 	if c.srv.users != nil {
 		c.role, c.user = RoleNone, "default"
 		c.rd.unauth = true
@@ -392,15 +393,25 @@ func validClientName(b []byte) bool {
 func (c *conn) describe(now time.Time) string {
 	c.mu.Lock()
 	name, lib, ver, user, role := c.name, c.libName, c.libVer, c.user, c.role
+	flags := ""
+	if c.noEvict {
+		flags += "e"
+	}
+	if c.noTouch {
+		flags += "T"
+	}
 	c.mu.Unlock()
+	if flags == "" {
+		flags = "N"
+	}
 	cmd := "NULL"
 	if lc := c.lastCmd.Load(); lc != nil {
 		cmd = lc.Name
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s role=%s redir=-1 resp=2 lib-name=%s lib-ver=%s",
-		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()),
+	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s role=%s redir=-1 resp=2 lib-name=%s lib-ver=%s",
+		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()), flags,
 		cmd, user, role, lib, ver)
 	return b.String()
 }
@@ -431,4 +442,30 @@ func (u *Users) exists(name string) bool {
 	}
 	_, ok := u.byName[name]
 	return ok
+}
+
+// cmdClientNoEvict is CLIENT NO-EVICT ON|OFF. tenure never evicts a client
+// for its memory (its limits are per request, SPEC §7), so the mode only
+// shows in CLIENT LIST and CLIENT INFO, as the "e" flag.
+func cmdClientNoEvict(c *conn, args [][]byte) { c.clientMode(args[2], &c.noEvict) }
+
+// cmdClientNoTouch is CLIENT NO-TOUCH ON|OFF (Redis 7.2). tenure keeps no
+// access times for a command to touch, so the mode only shows, as the "T"
+// flag.
+func cmdClientNoTouch(c *conn, args [][]byte) { c.clientMode(args[2], &c.noTouch) }
+
+func (c *conn) clientMode(arg []byte, mode *bool) {
+	var on bool
+	switch option(arg) {
+	case "on":
+		on = true
+	case "off":
+	default:
+		c.syntaxError()
+		return
+	}
+	c.mu.Lock()
+	*mode = on
+	c.mu.Unlock()
+	c.out.OK()
 }

@@ -44,6 +44,8 @@ type conn struct {
 	name    string
 	libName string
 	libVer  string
+	noEvict bool // CLIENT NO-EVICT: shown in CLIENT LIST's flags
+	noTouch bool // CLIENT NO-TOUCH: shown in CLIENT LIST's flags
 }
 
 func newConn(s *Server, nc net.Conn) *conn {

@@ -35,7 +35,7 @@ func (c *conn) dispatch(args [][]byte) *command {
 	}
 	if !arityOK(cmd.Arity, len(args)) {
 		c.wrongArity(cmd.Name)
-		return cmd
+		return cmd.rejected()
 	}
 	// A container with arity -1 (COMMAND) runs its own handler when no
 	// subcommand is named, as Redis does.
@@ -43,11 +43,11 @@ func (c *conn) dispatch(args [][]byte) *command {
 		sub := lookup(cmd.Subcommands, args[1])
 		if sub == nil {
 			c.out.Err("unknown subcommand '" + cut128(args[1]) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
-			return cmd
+			return cmd.rejected()
 		}
 		if !arityOK(sub.Arity, len(args)) {
 			c.wrongArity(sub.Name)
-			return sub
+			return sub.rejected()
 		}
 		cmd = sub
 	}
@@ -56,10 +56,10 @@ func (c *conn) dispatch(args [][]byte) *command {
 	switch {
 	case c.role == RoleNone && cmd.Flags&FlagNoAuth == 0:
 		c.out.Error("NOAUTH", "Authentication required.")
-		return cmd
+		return cmd.rejected()
 	case c.role != RoleNone && c.role < cmd.Role:
 		c.out.Error("NOPERM", "this user has no permissions to run the '"+cmd.Name+"' command")
-		return cmd
+		return cmd.rejected()
 	}
 	c.lastCmd.Store(cmd)
 	cmd.Handler(c, args)

@@ -9,48 +9,62 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // INFO: one function per section, in the order Redis prints them. Beside
 // tenure's own fields each section shows the Redis names that tools read
 // (redis-cli --stat, redis-py's info(), exporters), but only values that
-// are true of tenure: fields Redis has and tenure does not track
-// (keyspace_hits, used_memory_peak, …) are left out rather than shown as
-// zeros that would mislead.
+// are true of tenure: fields Redis has and tenure does not track are left
+// out rather than shown as zeros that would mislead.
 var infoSections = []struct {
 	name   string
+	title  string // the section's header, when not its name capitalised
 	fields func(*Server) [][2]string
+	// notDefault: INFO and INFO default leave the section out, as Redis
+	// does; INFO all and everything show it.
+	notDefault bool
 }{
-	{"server", (*Server).infoServer},
-	{"clients", (*Server).infoClients},
-	{"memory", (*Server).infoMemory},
-	{"persistence", (*Server).infoPersistence},
-	{"stats", (*Server).infoStats},
-	{"replication", (*Server).infoReplication},
-	{"keyspace", (*Server).infoKeyspace},
-	{"locks", (*Server).infoLocks},
+	{name: "server", fields: (*Server).infoServer},
+	{name: "clients", fields: (*Server).infoClients},
+	{name: "memory", fields: (*Server).infoMemory},
+	{name: "persistence", fields: (*Server).infoPersistence},
+	{name: "stats", fields: (*Server).infoStats},
+	{name: "replication", fields: (*Server).infoReplication},
+	{name: "cpu", title: "CPU", fields: (*Server).infoCPU},
+	{name: "commandstats", fields: (*Server).commandStats, notDefault: true},
+	{name: "keyspace", fields: (*Server).infoKeyspace},
+	{name: "locks", fields: (*Server).infoLocks},
 }
 
 func cmdInfo(c *conn, args [][]byte) {
 	want := map[string]bool{}
-	all := len(args) == 1
+	all, byDefault := false, len(args) == 1
 	for _, a := range args[1:] {
 		switch s := strings.ToLower(string(a)); s {
-		case "all", "everything", "default":
+		case "all", "everything":
 			all = true
+		case "default":
+			byDefault = true
 		default:
 			want[s] = true
 		}
 	}
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if !all && !want[sec.name] {
+		if !all && !want[sec.name] && (!byDefault || sec.notDefault) {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		title := sec.title
+		if title == "" {
+			title = strings.ToUpper(sec.name[:1]) + sec.name[1:]
+		}
+		b.WriteString("# " + title + "\r\n")
 		for _, f := range sec.fields(c.srv) {
 			b.WriteString(f[0] + ":" + f[1] + "\r\n")
 		}
@@ -107,9 +121,12 @@ func (s *Server) infoClients() [][2]string {
 func (s *Server) infoMemory() [][2]string {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
+	peak := s.heapPeak(m.HeapAlloc)
 	fields := [][2]string{
 		{"used_memory", utoa(m.HeapAlloc)},
 		{"used_memory_human", humanBytes(m.HeapAlloc)},
+		{"used_memory_peak", utoa(peak)},
+		{"used_memory_peak_human", humanBytes(peak)},
 		{"used_memory_sys", utoa(m.Sys)},
 		{"go_heap_objects", utoa(m.HeapObjects)},
 		{"go_num_gc", utoa(uint64(m.NumGC))},
@@ -135,6 +152,7 @@ func (s *Server) infoPersistence() [][2]string {
 		{"appendonly", "1"},
 		{"appendfsync", s.cfg.Fsync.String()},
 		{"disk_bytes", utoa(st.DiskUsage)},
+		{"rdb_last_save_time", itoa(st.LastSync)}, // LASTSAVE
 		{"async_loading", "0"},
 		{"aof_enabled", "1"},
 		{"aof_rewrite_in_progress", "0"},
@@ -151,6 +169,8 @@ func (s *Server) infoStats() [][2]string {
 		{"total_commands_processed", itoa(s.stats.commandsTotal.Load())},
 		{"rejected_connections", itoa(s.stats.rejectedConns.Load())},
 		{"expired_keys", itoa(st.ExpiredTotal)},
+		{"keyspace_hits", itoa(st.KeyspaceHits)},
+		{"keyspace_misses", itoa(st.KeyspaceMisses)},
 		{"auth_failures", itoa(s.stats.authFailures.Load())},
 		{"instantaneous_ops_per_sec", itoa(s.stats.opsRate.read(time.Now(), s.stats.commandsTotal.Load()))},
 		{"total_net_input_bytes", itoa(s.stats.netInput.Load())},
@@ -177,7 +197,21 @@ func (s *Server) infoKeyspace() [][2]string {
 	if st.Keys == 0 {
 		return nil
 	}
-	return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", st.Keys, st.KeysWithExpiry)}}
+	return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", st.Keys, st.KeysWithExpiry, st.AvgTTL)}}
+}
+
+func (s *Server) infoCPU() [][2]string {
+	self, children, ok := cpuTimes()
+	if !ok {
+		return nil
+	}
+	sec := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 6, 64) }
+	return [][2]string{
+		{"used_cpu_sys", sec(self[1])},
+		{"used_cpu_user", sec(self[0])},
+		{"used_cpu_sys_children", sec(children[1])},
+		{"used_cpu_user_children", sec(children[0])},
+	}
 }
 
 func (s *Server) infoLocks() [][2]string {
@@ -216,4 +250,108 @@ func residentBytes() (uint64, bool) {
 		return 0, false
 	}
 	return pages * uint64(os.Getpagesize()), true
+}
+
+// rejected counts a request refused before cmd's handler ran, and
+// returns cmd, for dispatch.
+func (cmd *command) rejected() *command {
+	if cmd.metrics != nil {
+		cmd.metrics.rejected.Add(1)
+	}
+	return cmd
+}
+
+// commandStat is one line of INFO's Commandstats section, read back from
+// the row's Prometheus series, so that counting a command costs nothing
+// more on its way.
+type commandStat struct {
+	calls, usec, rejected, failed int64
+}
+
+// stat is the row's numbers since the last CONFIG RESETSTAT.
+func (cm *commandMetrics) stat() commandStat {
+	st := cm.total()
+	if b := cm.base.Load(); b != nil {
+		st.calls -= b.calls
+		st.usec -= b.usec
+		st.rejected -= b.rejected
+		st.failed -= b.failed
+	}
+	return st
+}
+
+// resetStat makes stat count from now, for CONFIG RESETSTAT.
+func (cm *commandMetrics) resetStat() {
+	st := cm.total()
+	cm.base.Store(&st)
+}
+
+// total is the row's numbers since the server started.
+func (cm *commandMetrics) total() commandStat {
+	var st commandStat
+	var m dto.Metric
+	if h, ok := cm.duration.(prometheus.Metric); ok && h.Write(&m) == nil && m.Histogram != nil {
+		st.calls = int64(m.Histogram.GetSampleCount())
+		st.usec = int64(m.Histogram.GetSampleSum() * 1e6)
+	}
+	var errs int64
+	if p := cm.errs.Load(); p != nil {
+		for _, e := range *p {
+			var em dto.Metric
+			if e.c.Write(&em) == nil && em.Counter != nil {
+				errs += int64(em.Counter.GetValue())
+			}
+		}
+	}
+	st.rejected = cm.rejected.Load()
+	st.calls -= st.rejected
+	st.failed = errs - st.rejected
+	return st
+}
+
+// commandStats is INFO's Commandstats: one line per row that ran since
+// the last CONFIG RESETSTAT, in Redis's format.
+func (s *Server) commandStats() [][2]string {
+	var out [][2]string
+	for _, row := range s.rows() {
+		if row.metrics == nil {
+			continue
+		}
+		st := row.metrics.stat()
+		if st.calls == 0 && st.rejected == 0 {
+			continue
+		}
+		perCall := 0.0
+		if st.calls > 0 {
+			perCall = float64(st.usec) / float64(st.calls)
+		}
+		out = append(out, [2]string{"cmdstat_" + row.Name, fmt.Sprintf("calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
+			st.calls, st.usec, perCall, st.rejected, st.failed)})
+	}
+	return out
+}
+
+// rows are the table's rows, subcommands after their command, by name.
+func (s *Server) rows() []*command {
+	var rows []*command
+	for _, n := range s.commandNames() {
+		cmd := s.table[n]
+		rows = append(rows, cmd)
+		for _, sub := range sortedNames(cmd.Subcommands) {
+			rows = append(rows, cmd.Subcommands[sub])
+		}
+	}
+	return rows
+}
+
+// heapPeak raises the peak of used_memory to now's value and returns it.
+// The peak is of the values INFO has read, as Redis's is of the values its
+// cron samples.
+func (s *Server) heapPeak(now uint64) uint64 {
+	for {
+		peak := s.stats.heapPeak.Load()
+		if now <= peak || s.stats.heapPeak.CompareAndSwap(peak, now) {
+			return max(peak, now)
+		}
+	}
 }

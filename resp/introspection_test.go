@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
@@ -71,33 +72,91 @@ func fields(t *testing.T, v any) map[string]any {
 }
 
 // hint builds the argument hint from COMMAND DOCS as redis-cli 7 does
-// (cliAddArgument): [TOKEN name] for an optional argument with a token.
+// (cliAddArgument): [TOKEN name] for an optional argument with a token,
+// a|b for a oneof, blocks in turn, "x [x ...]" for a multiple one.
 func hint(t *testing.T, args []any) string {
 	var parts []string
 	for _, raw := range args {
 		a := fields(t, raw)
 		name, _ := a["name"].(string)
-		if typ, ok := a["type"].(string); !ok || typ == "" || name == "" {
+		typ, ok := a["type"].(string)
+		if !ok || typ == "" || name == "" {
 			t.Fatalf("argument without name or type: %v", a)
 		}
-		part := name
-		if tok, ok := a["token"].(string); ok {
-			part = tok + " " + name
+		tok, hasToken := a["token"].(string)
+		var part string
+		switch typ {
+		case "pure-token":
+			part = tok
+		case "oneof", "block":
+			var sub []string
+			for _, s := range a["arguments"].([]any) {
+				sub = append(sub, hint(t, []any{s}))
+			}
+			sep := " "
+			if typ == "oneof" {
+				sep = "|"
+			}
+			part = strings.Join(sub, sep)
+		default:
+			part = name
+			if hasToken {
+				part = tok + " " + name
+			}
 		}
 		if flags, ok := a["flags"].([]any); ok {
+			optional := false
 			for _, f := range flags {
 				s, ok := f.(string)
 				if !ok || !strings.HasPrefix(s, "+") {
 					t.Fatalf("flag %#v is not a simple string: redis-cli asserts that", f)
 				}
-				if s == "+optional" {
-					part = "[" + part + "]"
+				if s == "+multiple" {
+					part += " [" + part + " ...]"
 				}
+				optional = optional || s == "+optional"
+			}
+			if optional {
+				part = "[" + part + "]"
 			}
 		}
 		parts = append(parts, part)
 	}
 	return strings.Join(parts, " ")
+}
+
+// The commands of Redis's that tenure added have the hints redis-cli
+// shows for them against Redis.
+func TestCommandDocsHints(t *testing.T) {
+	s := resptest.Start(t, resp.Config{})
+	nc := s.Dial()
+	br := bufio.NewReader(nc)
+	for name, want := range map[string]string{
+		"setbit":          "key offset value",
+		"getbit":          "key offset",
+		"bitcount":        "key [start end [BYTE|BIT]]",
+		"bitpos":          "key bit [start [end [BYTE|BIT]]]",
+		"bitop":           "AND|OR|XOR|NOT destkey key [key ...]",
+		"lcs":             "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]",
+		"substr":          "key start end",
+		"copy":            "source destination [DB destination-db] [REPLACE]",
+		"touch":           "key [key ...]",
+		"expiretime":      "key",
+		"pexpiretime":     "key",
+		"object|encoding": "key",
+		"client|no-evict": "ON|OFF",
+	} {
+		fmt.Fprintf(nc, "COMMAND DOCS %s\r\n", name)
+		reply, ok := respValue(t, br).([]any)
+		if !ok || len(reply) != 2 || reply[0] != name {
+			t.Fatalf("COMMAND DOCS %s: %#v", name, reply)
+		}
+		doc := fields(t, reply[1])
+		args, _ := doc["arguments"].([]any)
+		if got := hint(t, args); got != want {
+			t.Errorf("%s hint: %q, want %q", name, got, want)
+		}
+	}
 }
 
 func TestCommandDocsOfLocks(t *testing.T) {
@@ -167,7 +226,7 @@ func TestInfoFields(t *testing.T) {
 	c.Do(bg, "NOSUCH")
 	c.Set(bg, "k", "v", 0)
 	info := read()
-	if got := strings.Join(sections, ","); got != "Server,Clients,Memory,Persistence,Stats,Replication,Keyspace,Locks" {
+	if got := strings.Join(sections, ","); got != "Server,Clients,Memory,Persistence,Stats,Replication,CPU,Commandstats,Keyspace,Locks" {
 		t.Errorf("sections %s", got)
 	}
 	for _, f := range []string{"redis_version", "redis_mode", "os", "process_id", "run_id", "tcp_port",
@@ -186,4 +245,108 @@ func TestInfoFields(t *testing.T) {
 		t.Errorf("run_id %q role %q total_error_replies %q net in %q out %q", info["run_id"], info["role"],
 			info["total_error_replies"], info["total_net_input_bytes"], info["total_net_output_bytes"])
 	}
+}
+
+// The INFO fields Redis tools read beyond the basics: CPU times, the
+// memory peak, keyspace hits and misses (reset by CONFIG RESETSTAT), the
+// Keyspace line's avg_ttl, commandstats only when asked for.
+func TestInfoToolFields(t *testing.T) {
+	s := resptest.Start(t, resp.Config{})
+	c := s.Client()
+	bg := context.Background()
+	read := func(section string) map[string]string {
+		text, err := c.Info(bg, section).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := map[string]string{}
+		for _, line := range strings.Split(text, "\r\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				info[k] = v
+			}
+		}
+		return info
+	}
+	num := func(info map[string]string, f string) float64 {
+		t.Helper()
+		n, err := strconv.ParseFloat(info[f], 64)
+		if err != nil {
+			t.Fatalf("INFO %s = %q: %v", f, info[f], err)
+		}
+		return n
+	}
+	if err := c.ConfigResetStat(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(bg, "k", "v", 0)
+	c.Set(bg, "t1", "v", 100*time.Second)
+	c.Set(bg, "t2", "v", 200*time.Second)
+	c.Get(bg, "k")
+	c.Get(bg, "nokey")
+	c.Exists(bg, "k", "nokey", "t1")
+	c.GetBit(bg, "nokey", 1)
+	info := read("everything")
+	if hits, misses := num(info, "keyspace_hits"), num(info, "keyspace_misses"); hits != 3 || misses != 3 {
+		t.Errorf("keyspace_hits %v, keyspace_misses %v; want 3 and 3", hits, misses)
+	}
+	if user, sys := num(info, "used_cpu_user"), num(info, "used_cpu_sys"); user+sys <= 0 {
+		t.Errorf("used_cpu_user %v + used_cpu_sys %v: want some CPU time", user, sys)
+	}
+	num(info, "used_cpu_user_children")
+	if peak, used := num(info, "used_memory_peak"), num(info, "used_memory"); peak < used || peak == 0 {
+		t.Errorf("used_memory_peak %v below used_memory %v", peak, used)
+	}
+	if num(info, "uptime_in_seconds") < 0 || num(info, "rdb_last_save_time") <= 0 {
+		t.Errorf("uptime_in_seconds %q rdb_last_save_time %q", info["uptime_in_seconds"], info["rdb_last_save_time"])
+	}
+	// Two keys with TTLs of 100 and 200 s: 150 s on average, less what passed.
+	var keys, expires, avg int64
+	if _, err := fmt.Sscanf(info["db0"], "keys=%d,expires=%d,avg_ttl=%d", &keys, &expires, &avg); err != nil {
+		t.Fatalf("db0:%s: %v", info["db0"], err)
+	}
+	if keys != 3 || expires != 2 || avg < 140000 || avg > 150000 {
+		t.Errorf("db0:%s, want keys=3,expires=2,avg_ttl about 150000", info["db0"])
+	}
+	if st := info["cmdstat_get"]; !strings.HasPrefix(st, "calls=2,") || !strings.Contains(st, ",rejected_calls=0,failed_calls=0") {
+		t.Errorf("cmdstat_get:%s", st)
+	}
+	c.Do(bg, "GET")
+	if st := read("commandstats")["cmdstat_get"]; !strings.HasPrefix(st, "calls=2,") || !strings.Contains(st, ",rejected_calls=1,") {
+		t.Errorf("after a GET of wrong arity: cmdstat_get:%s", st)
+	}
+	if _, ok := read("default")["cmdstat_get"]; ok {
+		t.Error("INFO default shows commandstats; Redis leaves them to INFO all")
+	}
+	if err := c.ConfigResetStat(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if info := read("stats"); num(info, "keyspace_hits") != 0 || num(info, "keyspace_misses") != 0 {
+		t.Errorf("after CONFIG RESETSTAT: keyspace_hits %s, keyspace_misses %s", info["keyspace_hits"], info["keyspace_misses"])
+	}
+	c.Get(bg, "k")
+	if st := read("commandstats")["cmdstat_get"]; !strings.HasPrefix(st, "calls=1,") || !strings.Contains(st, ",rejected_calls=0,failed_calls=0") {
+		t.Errorf("a GET after CONFIG RESETSTAT: cmdstat_get:%s", st)
+	}
+}
+
+// CLIENT NO-TOUCH is Redis 7.2's; 7.0 has no such subcommand, so it is
+// checked here alone. tenure keeps no access times: the mode only shows.
+func TestClientNoTouch(t *testing.T) {
+	s := start(t)
+	conn := s.Client().Conn()
+	defer conn.Close()
+	transcript(t, conn, []step{
+		{"CLIENT NO-TOUCH on", "OK"},
+		{"CLIENT INFO", containing(" flags=T ")},
+		{"CLIENT NO-EVICT on", "OK"},
+		{"CLIENT INFO", containing(" flags=eT ")},
+		{"CLIENT NO-TOUCH off", "OK"},
+		{"CLIENT NO-EVICT off", "OK"},
+		{"CLIENT INFO", containing(" flags=N ")},
+		{"CLIENT NO-TOUCH x", "ERR syntax error"},
+		{"CLIENT NO-TOUCH", "ERR wrong number of arguments for 'client|no-touch' command"},
+		{"CLIENT NO-TOUCH on", "OK"},
+		{"RESET", "RESET"},
+		{"CLIENT INFO", containing(" flags=N ")},
+	})
 }

@@ -253,3 +253,122 @@ func parseCursor(b []byte) (uint64, bool) {
 	}
 	return n, true
 }
+
+// cmdTouch is TOUCH key [key ...]: how many of the keys exist. tenure
+// keeps no access times, so touching changes nothing else.
+func cmdTouch(c *conn, args [][]byte) { cmdExists(c, args) }
+
+func cmdExpireTime(c *conn, args [][]byte)  { expireTime(c, args[1], true) }
+func cmdPExpireTime(c *conn, args [][]byte) { expireTime(c, args[1], false) }
+
+// expireTime is EXPIRETIME and PEXPIRETIME: the deadline as a unix time,
+// -1 for no TTL, -2 for a missing key. Seconds are rounded to the nearest,
+// as Redis rounds them for TTL too.
+func expireTime(c *conn, key []byte, seconds bool) {
+	at, err := c.srv.store.Deadline(key)
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	if at > 0 && seconds {
+		at = (at + 500) / 1000
+	}
+	c.out.Int(at)
+}
+
+func cmdRandomKey(c *conn, args [][]byte) {
+	k, ok, err := c.srv.store.RandomKey()
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.BulkOrNull(k, ok)
+}
+
+// cmdCopy is COPY source destination [DB destination-db] [REPLACE]. There
+// is one database, so DB takes 0 only and answers any other index as
+// SELECT does.
+func cmdCopy(c *conn, args [][]byte) {
+	replace := false
+	msg := parseRedisOptions(args[3:],
+		opt{name: "replace", set: func([]byte) string { replace = true; return "" }},
+		opt{name: "db", value: true, set: func(v []byte) string {
+			switch db, ok := parseInt(v); {
+			case !ok:
+				return errNotInteger
+			case db != 0:
+				return "DB index is out of range"
+			}
+			return ""
+		}},
+	)
+	if msg != "" {
+		c.out.Err(msg)
+		return
+	}
+	if bytes.Equal(args[1], args[2]) {
+		c.out.Err("source and destination objects are the same")
+		return
+	}
+	ok, err := c.srv.store.Copy(args[1], args[2], replace)
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Bool(ok)
+}
+
+// cmdObjectEncoding is OBJECT ENCODING key: Redis's encoding names for a
+// string (see kv.Object), null for a missing key.
+func cmdObjectEncoding(c *conn, args [][]byte) {
+	c.object(args[2], func(o kv.Object) { c.out.BulkString(o.Encoding) })
+}
+
+// cmdObjectRefCount is OBJECT REFCOUNT key, as Redis answers it for the
+// same value: INT_MAX for one of its shared integers, else 1. tenure
+// shares no values; a client that reads it learns what Redis would say.
+func cmdObjectRefCount(c *conn, args [][]byte) {
+	c.object(args[2], func(o kv.Object) {
+		if o.Shared {
+			c.out.Int(math.MaxInt32)
+		} else {
+			c.out.Int(1)
+		}
+	})
+}
+
+func (c *conn) object(key []byte, reply func(kv.Object)) {
+	o, ok, err := c.srv.store.Object(key)
+	switch {
+	case err != nil:
+		c.storeError(err)
+	case !ok:
+		c.out.Null()
+	default:
+		reply(o)
+	}
+}
+
+// cmdObjectFreq is OBJECT FREQ key, answered as Redis answers it under
+// tenure's only policy, noeviction: access frequencies are not tracked.
+func cmdObjectFreq(c *conn, args [][]byte) {
+	c.out.Err("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+}
+
+func cmdObjectHelp(c *conn, args [][]byte) {
+	c.out.BulkStrings(
+		"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"ENCODING <key>",
+		"    Return the kind of internal representation used in order to store the value",
+		"    associated with a <key>.",
+		"REFCOUNT <key>",
+		"    Return the number of references of the value associated with the specified",
+		"    <key>: as Redis would hold the value, which shares small integers.",
+		"FREQ <key>",
+		"    Return the access frequency index of the <key>. The returned integer is",
+		"    proportional to the logarithm of the recent access frequency of the key.",
+		"    tenure keeps no access frequencies: it answers as Redis does without an LFU policy.",
+		"HELP",
+		"    Print this help.",
+	)
+}

@@ -2,7 +2,9 @@ package resp_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -383,4 +385,185 @@ func TestKeysBinary(t *testing.T) {
 		{`GET ""`, "empty-name"},
 		{`DEL "" "\x01"`, 2},
 	})
+}
+
+var touchExpireTimeSteps = []step{
+	{"MSET a 1 b 2", "OK"},
+	{"TOUCH a b nokey a", 3}, // a key named twice counts twice, as in EXISTS
+	{"TOUCH nokey", 0},
+	{"TOUCH", "ERR wrong number of arguments for 'touch' command"},
+	{"EXPIRETIME a", -1},
+	{"PEXPIRETIME a", -1},
+	{"EXPIRETIME nokey", -2},
+	{"PEXPIRETIME nokey", -2},
+	{"PEXPIREAT a 4102444800123", 1},
+	{"PEXPIRETIME a", 4102444800123},
+	{"EXPIRETIME a", 4102444800},
+	{"EXPIREAT a 4102444801", 1},
+	{"EXPIRETIME a", 4102444801},
+	{"PEXPIRETIME a", 4102444801000},
+	{"SET a 1 PXAT 4102444800999", "OK"},
+	{"EXPIRETIME a", 4102444801}, // rounded, as for TTL
+	{"PERSIST a", 1},
+	{"EXPIRETIME a", -1},
+	{"EXPIRETIME", "ERR wrong number of arguments for 'expiretime' command"},
+	{"PEXPIRETIME a b", "ERR wrong number of arguments for 'pexpiretime' command"},
+}
+
+// oneOf matches a string equal to one of want.
+func oneOf(want ...string) match {
+	return func(got any) string {
+		for _, w := range want {
+			if got == w {
+				return ""
+			}
+		}
+		return fmt.Sprintf("got %s, want one of %q", show(got, nil), want)
+	}
+}
+
+var randomKeySteps = []step{
+	{"RANDOMKEY", nil},
+	{"SET a 1", "OK"},
+	{"RANDOMKEY", "a"},
+	{"SET b 2", "OK"},
+	{"RANDOMKEY", oneOf("a", "b")},
+	{"DEL a b", 2},
+	{"RANDOMKEY", nil},
+	{"RANDOMKEY x", "ERR wrong number of arguments for 'randomkey' command"},
+}
+
+var copySteps = []step{
+	{"SET a hello EX 100", "OK"},
+	{"COPY a b", 1},
+	{"GET b", "hello"},
+	{"TTL b", intBetween(95, 100)}, // the TTL goes with the value
+	{"GET a", "hello"},
+	{"COPY a b", 0}, // b exists
+	{"SET c x", "OK"},
+	{"COPY c b replace", 1},
+	{"GET b", "x"},
+	{"TTL b", -1},
+	{"COPY nokey b", 0},
+	{"COPY nokey b REPLACE", 0},
+	{"GET b", "x"},
+	{"COPY a b DB 0 REPLACE", 1},
+	{"GET b", "hello"},
+	{"SET n 12", "OK"},
+	{"COPY n m", 1},
+	{"OBJECT ENCODING m", "int"},
+	{"COPY a a", "ERR source and destination objects are the same"},
+	{"COPY a a REPLACE", "ERR source and destination objects are the same"},
+	{"COPY a b DB x", "ERR value is not an integer or out of range"},
+	{"COPY a b DB", "ERR syntax error"},
+	{"COPY a b FOO", "ERR syntax error"},
+	{"COPY a", "ERR wrong number of arguments for 'copy' command"},
+}
+
+var objectSteps = []step{
+	{"SET i 12345", "OK"},
+	{"OBJECT ENCODING i", "int"},
+	{"SET i -9223372036854775808", "OK"},
+	{"OBJECT ENCODING i", "int"},
+	{"SET i 9223372036854775808", "OK"}, // past int64
+	{"OBJECT ENCODING i", "embstr"},
+	{"SET i 007", "OK"},
+	{"OBJECT ENCODING i", "embstr"},
+	{"SET e hello", "OK"},
+	{"OBJECT encoding e", "embstr"},
+	{"SET r 123456789012345678901234567890123456789012345", "OK"}, // 45 bytes
+	{"OBJECT ENCODING r", "raw"},
+	{"SET r 12345678901234567890123456789012345678901234", "OK"}, // 44
+	{"OBJECT ENCODING r", "embstr"},
+	{"APPEND e x", 6},
+	{"OBJECT ENCODING e", "raw"}, // changed in place
+	{"APPEND new 1", 1},
+	{"OBJECT ENCODING new", "int"}, // a new key, encoded as SET would
+	{"SET s 1234", "OK"},
+	{"SETRANGE s 0 \"\"", 4},
+	{"OBJECT ENCODING s", "int"},
+	{"SETRANGE s 0 2", 4},
+	{"OBJECT ENCODING s", "raw"},
+	{"SETBIT b 0 1", 0},
+	{"OBJECT ENCODING b", "raw"},
+	{"SET b x", "OK"},
+	{"OBJECT ENCODING b", "embstr"}, // a new value
+	{"INCR counter", 1},
+	{"OBJECT ENCODING counter", "int"},
+	{"INCRBYFLOAT f 1.5", "1.5"},
+	{"OBJECT ENCODING f", "embstr"},
+	{"SET n -1", "OK"},
+	{"OBJECT REFCOUNT n", 1},
+	{"INCR n", 0},
+	{"OBJECT REFCOUNT n", 2147483647}, // one of Redis's shared integers
+	{"SET n 10000", "OK"},
+	{"OBJECT REFCOUNT n", 1},
+	{"OBJECT ENCODING nokey", nil},
+	{"OBJECT REFCOUNT nokey", nil},
+	{"OBJECT FREQ i", "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."},
+	{"OBJECT foo i", "ERR unknown subcommand 'foo'. Try OBJECT HELP."},
+	{"OBJECT ENCODING", "ERR wrong number of arguments for 'object|encoding' command"},
+	{"OBJECT ENCODING a b", "ERR wrong number of arguments for 'object|encoding' command"},
+	{"OBJECT", "ERR wrong number of arguments for 'object' command"},
+}
+
+func TestKeysMoreCompat(t *testing.T) {
+	s := start(t)
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"TOUCH EXPIRETIME PEXPIRETIME", touchExpireTimeSteps},
+		{"RANDOMKEY", randomKeySteps},
+		{"COPY", copySteps},
+		{"OBJECT", objectSteps},
+	} {
+		t.Run(tc.name, func(t *testing.T) { compatTranscript(t, s, tc.steps) })
+	}
+}
+
+// COPY takes DB 0 only: there is one database, and any other index is
+// answered as SELECT answers it (Redis, with 16, would copy there).
+func TestCopyDB(t *testing.T) {
+	s := start(t)
+	transcript(t, s.Client(), []step{
+		{"SET a 1", "OK"},
+		{"COPY a b DB 1", "ERR DB index is out of range"},
+		{"EXISTS b", 0},
+		{"SELECT 1", "ERR DB index is out of range"},
+	})
+}
+
+// OBJECT ENCODING and REFCOUNT after random writes, against Redis: the
+// encoding follows a value's bytes and the way it was written.
+func TestObjectAgainstRedis(t *testing.T) {
+	ours, theirs := againstRedis(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	values := []string{"0", "1", "9999", "10000", "-1", "007", "+1", " 1", "1.5", "abc", "",
+		"9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		strings.Repeat("x", 44), strings.Repeat("x", 45), strings.Repeat("7", 20)}
+	pick := func() string { return values[rng.IntN(len(values))] }
+	for round := 0; round < 500; round++ {
+		var cmd []any
+		switch rng.IntN(9) {
+		case 0, 1:
+			cmd = []any{"SET", "k", pick()}
+		case 2:
+			cmd = []any{"APPEND", "k", pick()}
+		case 3:
+			cmd = []any{"SETRANGE", "k", rng.IntN(3), pick()}
+		case 4:
+			cmd = []any{"INCR", "k"}
+		case 5:
+			cmd = []any{"SETBIT", "k", rng.IntN(16), rng.IntN(2)}
+		case 6:
+			cmd = []any{"COPY", "k", "c", "REPLACE"}
+		case 7:
+			cmd = []any{"MSET", "k", pick(), "c", pick()}
+		default:
+			cmd = []any{"DEL", "k"}
+		}
+		sameReplies(t, ours, theirs, [][]any{cmd,
+			{"OBJECT", "ENCODING", "k"}, {"OBJECT", "REFCOUNT", "k"}, {"OBJECT", "ENCODING", "c"}})
+	}
 }

@@ -84,6 +84,7 @@ type serverStats struct {
 	netInput         atomic.Int64 // bytes read from clients
 	netOutput        atomic.Int64 // bytes written to clients
 	opsRate          opsRate
+	heapPeak         atomic.Uint64 // the largest used_memory INFO has read
 }
 
 // Open opens the store in cfg.Dir, makes a new epoch durable (LOCK-10: before

@@ -54,6 +54,12 @@ type commandMetrics struct {
 	duration prometheus.Observer
 	mu       sync.Mutex                    // guards adding to errs
 	errs     atomic.Pointer[[]codeCounter] // by error code word; copied on write
+	// rejected counts the requests refused before the handler ran (arity,
+	// role), for INFO's rejected_calls; they are in the series above too.
+	rejected atomic.Int64
+	// base is what INFO's Commandstats showed at the last CONFIG
+	// RESETSTAT, and is subtracted from them: the series never go back.
+	base atomic.Pointer[commandStat]
 }
 
 type codeCounter struct {

@@ -211,7 +211,7 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	c.out.Int(int64(cmd.Step))
 	c.out.Array(0) // ACL categories
 	c.out.Array(0) // tips
-	c.out.Array(0) // key specs
+	c.writeKeySpecs(cmd)
 	subs := sortedNames(cmd.Subcommands)
 	c.out.Array(len(subs))
 	for _, s := range subs {
@@ -356,6 +356,13 @@ func cmdConfigResetStat(c *conn, args [][]byte) {
 	st.errorReplies.Store(0)
 	st.netInput.Store(0)
 	st.netOutput.Store(0)
+	st.heapPeak.Store(0)
+	c.srv.store.ResetStats()
+	for _, row := range c.srv.rows() {
+		if row.metrics != nil {
+			row.metrics.resetStat()
+		}
+	}
 	c.out.OK()
 }
 
@@ -430,4 +437,130 @@ func cmdShutdown(c *conn, args [][]byte) {
 	c.srv.log.Info("shutdown requested", "client", c.addr)
 	c.closing = true
 	c.srv.requestShutdown()
+}
+
+// cmdLastSave is LASTSAVE: there are no snapshots, and every write is in
+// the write-ahead log as it is in an AOF; what is on disk for sure is what
+// the last fsync covered, so its time is the answer (with --fsync
+// everysec, about a second ago while writes come in).
+func cmdLastSave(c *conn, args [][]byte) { c.out.Int(c.srv.store.Stats().LastSync) }
+
+// keyPositions are the indexes of cmd's keys in args (args[0] its name),
+// from the row's FirstKey, LastKey and Step; a negative LastKey counts
+// from the end, -1 being the last argument.
+func keyPositions(cmd *command, n int) []int {
+	if cmd.FirstKey == 0 {
+		return nil
+	}
+	last := cmd.LastKey
+	if last < 0 {
+		last += n
+	}
+	var at []int
+	for i := cmd.FirstKey; i <= last && i < n; i += max(cmd.Step, 1) {
+		at = append(at, i)
+	}
+	return at
+}
+
+// cmdCommandGetKeys is COMMAND GETKEYS command [arg ...]: the keys the
+// command would touch, found from its row as a cluster client would.
+func cmdCommandGetKeys(c *conn, args [][]byte) { getKeys(c, args, false) }
+
+// cmdCommandGetKeysAndFlags is COMMAND GETKEYSANDFLAGS: GETKEYS with each
+// key's flags, those of the row's key spec (see keySpecFlags).
+func cmdCommandGetKeysAndFlags(c *conn, args [][]byte) { getKeys(c, args, true) }
+
+func getKeys(c *conn, args [][]byte, withFlags bool) {
+	cmd, req, msg := commandOf(c.srv.table, args[2:])
+	if msg != "" {
+		c.out.Err(msg)
+		return
+	}
+	at := keyPositions(cmd, len(req))
+	c.out.Array(len(at))
+	for _, i := range at {
+		if !withFlags {
+			c.out.Bulk(req[i])
+			continue
+		}
+		flags := keySpecFlags(cmd)
+		c.out.Array(2)
+		c.out.Bulk(req[i])
+		c.out.Array(len(flags))
+		for _, f := range flags {
+			c.out.Status(f)
+		}
+	}
+}
+
+// commandOf finds the row a request names (a subcommand when its command
+// has them) and checks that it has keys, with COMMAND GETKEYS's errors.
+func commandOf(table map[string]*command, req [][]byte) (*command, [][]byte, string) {
+	cmd := lookup(table, req[0])
+	if cmd != nil && cmd.Subcommands != nil && len(req) > 1 {
+		cmd = lookup(cmd.Subcommands, req[1])
+	}
+	switch {
+	case cmd == nil || cmd.Handler == nil:
+		return nil, nil, "Invalid command specified"
+	case cmd.FirstKey == 0:
+		return nil, nil, "The command has no key arguments"
+	case !arityOK(cmd.Arity, len(req)):
+		return nil, nil, "Invalid number of arguments specified for command"
+	}
+	return cmd, req, ""
+}
+
+// keySpecFlags are the flags of a row's one key spec, coarsely from its
+// role: a read role only reads its keys, a write role updates them. Redis
+// tells finer kinds apart (DEL's keys are "RM delete", SET's "RW access
+// update"); cluster clients read only where the keys are.
+func keySpecFlags(cmd *command) []string {
+	if cmd.Role == RoleRead {
+		return []string{"RO", "access"}
+	}
+	return []string{"RW", "update"}
+}
+
+// writeKeySpecs writes COMMAND INFO's key specs of a row: one spec, an
+// index to begin at and a range, in Redis 7's shape, so that clients that
+// read key specs rather than first/last/step find the same keys.
+func (c *conn) writeKeySpecs(cmd *command) {
+	if cmd.FirstKey == 0 {
+		c.out.Array(0)
+		return
+	}
+	last := cmd.LastKey
+	if last > 0 {
+		last -= cmd.FirstKey // relative to the first key
+	}
+	c.out.Array(1)
+	c.out.Array(6)
+	c.out.BulkString("flags")
+	flags := keySpecFlags(cmd)
+	c.out.Array(len(flags))
+	for _, f := range flags {
+		c.out.Status(f)
+	}
+	c.out.BulkString("begin_search")
+	c.out.Array(4)
+	c.out.BulkString("type")
+	c.out.BulkString("index")
+	c.out.BulkString("spec")
+	c.out.Array(2)
+	c.out.BulkString("index")
+	c.out.Int(int64(cmd.FirstKey))
+	c.out.BulkString("find_keys")
+	c.out.Array(4)
+	c.out.BulkString("type")
+	c.out.BulkString("range")
+	c.out.BulkString("spec")
+	c.out.Array(6)
+	c.out.BulkString("lastkey")
+	c.out.Int(int64(last))
+	c.out.BulkString("keystep")
+	c.out.Int(int64(max(cmd.Step, 1)))
+	c.out.BulkString("limit")
+	c.out.Int(0)
 }

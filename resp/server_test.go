@@ -463,3 +463,76 @@ func TestServerShutdown(t *testing.T) {
 		{"GET after", nil},
 	})
 }
+
+// COMMAND GETKEYS, key specs, LASTSAVE and CLIENT NO-EVICT, as Redis 7.0
+// answers them (checked against redis-server 7.0, see compatTranscript).
+var getKeysSteps = []step{
+	{"COMMAND GETKEYS get a", []any{"a"}},
+	{"COMMAND GETKEYS set a b EX 10", []any{"a"}},
+	{"COMMAND GETKEYS mset a 1 b 2", []any{"a", "b"}},
+	{"COMMAND GETKEYS del a b c", []any{"a", "b", "c"}},
+	{"COMMAND GETKEYS rename a b", []any{"a", "b"}},
+	{"COMMAND GETKEYS COPY a b REPLACE", []any{"a", "b"}},
+	{"COMMAND GETKEYS lcs a b", []any{"a", "b"}},
+	{"COMMAND GETKEYS bitop and d a b", []any{"d", "a", "b"}},
+	{"COMMAND GETKEYS object encoding k", []any{"k"}},
+	{"COMMAND GETKEYS touch a b", []any{"a", "b"}},
+	{"COMMAND GETKEYS foo a", "ERR Invalid command specified"},
+	{"COMMAND GETKEYS object foo k", "ERR Invalid command specified"},
+	{"COMMAND GETKEYS ping x", "ERR The command has no key arguments"},
+	{"COMMAND GETKEYS randomkey x", "ERR The command has no key arguments"}, // before the arity
+	{"COMMAND GETKEYS set a", "ERR Invalid number of arguments specified for command"},
+	{"COMMAND GETKEYS get a b", "ERR Invalid number of arguments specified for command"},
+	{"COMMAND GETKEYS get", "ERR wrong number of arguments for 'command|getkeys' command"},
+	{"COMMAND GETKEYSANDFLAGS get a", []any{[]any{"a", []any{"RO", "access"}}}},
+	{"COMMAND GETKEYSANDFLAGS ping x", "ERR The command has no key arguments"},
+	{"COMMAND INFO get", []any{keySpecs([]any{"flags", []any{"RO", "access"},
+		"begin_search", []any{"type", "index", "spec", []any{"index", 1}},
+		"find_keys", []any{"type", "range", "spec", []any{"lastkey", 0, "keystep", 1, "limit", 0}}})}},
+	{"COMMAND INFO mset", []any{keySpecs([]any{"flags", prefix(), // Redis: OW update
+		"begin_search", []any{"type", "index", "spec", []any{"index", 1}},
+		"find_keys", []any{"type", "range", "spec", []any{"lastkey", -1, "keystep", 2, "limit", 0}}})}},
+	{"COMMAND INFO ping", []any{keySpecs()}},
+
+	{"LASTSAVE", anyInt()},
+	{"LASTSAVE x", "ERR wrong number of arguments for 'lastsave' command"},
+	{"CLIENT NO-EVICT on", "OK"},
+	{"CLIENT INFO", containing(" flags=e ")},
+	{"CLIENT NO-EVICT OFF", "OK"},
+	{"CLIENT INFO", containing(" flags=N ")},
+	{"CLIENT NO-EVICT maybe", "ERR syntax error"},
+	{"CLIENT NO-EVICT", "ERR wrong number of arguments for 'client|no-evict' command"},
+}
+
+// keySpecs matches the key specs of a COMMAND INFO entry (its 9th field).
+func keySpecs(want ...any) match {
+	return func(got any) string {
+		a, ok := got.([]any)
+		if !ok || len(a) < 9 {
+			return fmt.Sprintf("got %s, want a COMMAND INFO entry", show(got, nil))
+		}
+		return compareValue(a[8], append([]any{}, want...))
+	}
+}
+
+func TestServerKeysCompat(t *testing.T) {
+	s := start(t)
+	compatTranscript(t, s, getKeysSteps)
+}
+
+// The key of a LOCK.* command, for a cluster client, is its lock name
+// (see the table); RENEW and RELEASE have none.
+func TestLockCommandKeys(t *testing.T) {
+	s := start(t)
+	transcript(t, s.Client(), []step{
+		{"COMMAND GETKEYS LOCK.HOLD summaries chat-1 req-1 TTL 5000", []any{"summaries"}},
+		{"COMMAND GETKEYS lock.info summaries chat-1", []any{"summaries"}},
+		{"COMMAND GETKEYS lock.list summaries COUNT 5", []any{"summaries"}},
+		{"COMMAND GETKEYS lock.revoke summaries chat-1", []any{"summaries"}},
+		{"COMMAND GETKEYS lock.renew 0123456789abcdef0123456789abcdef", "ERR The command has no key arguments"},
+		{"COMMAND GETKEYS lock.release 0123456789abcdef0123456789abcdef", "ERR The command has no key arguments"},
+		{"COMMAND GETKEYS lock.hold summaries chat-1", "ERR Invalid number of arguments specified for command"},
+		{"COMMAND INFO lock.hold", []any{prefix("lock.hold", -4, []any{"write", "blocking"}, 1, 1, 1)}},
+		{"COMMAND INFO lock.renew", []any{prefix("lock.renew", -2, []any{"write", "fast"}, 0, 0, 0)}},
+	})
+}

@@ -87,6 +87,27 @@ func argOption(token, name string) arg {
 	return arg{Name: name, Type: "integer", Token: token, Optional: true}
 }
 
+// More helpers for arg lists, for the rows that are Redis's own.
+func argKey(name string) arg { return arg{Name: name, Type: "key"} }
+func argInt(name string) arg { return arg{Name: name, Type: "integer"} }
+func argWord(token string) arg {
+	return arg{Name: strings.ToLower(token), Type: "pure-token", Token: token}
+}
+func argToken(token string) arg {
+	a := argWord(token)
+	a.Optional = true
+	return a
+}
+func argOneOf(name string, optional bool, args ...arg) arg {
+	return arg{Name: name, Type: "oneof", Optional: optional, Args: args}
+}
+
+// bitRangeArgs are BITCOUNT's [start end [BYTE|BIT]].
+func bitRangeArgs() arg {
+	return arg{Name: "range", Type: "block", Optional: true, Args: []arg{argInt("start"), argInt("end"),
+		argOneOf("unit", true, argWord("BYTE"), argWord("BIT"))}}
+}
+
 // keys is a helper for table rows: key positions for COMMAND INFO.
 func keys(first, last, step int) func(*command) {
 	return func(c *command) { c.FirstKey, c.LastKey, c.Step = first, last, step }
@@ -105,11 +126,15 @@ func commandTable() map[string]*command {
 		t[name] = c
 		return c
 	}
-	sub := func(parent *command, name string, arity int, role Role, flags commandFlags, h func(*conn, [][]byte), summary string) {
+	sub := func(parent *command, name string, arity int, role Role, flags commandFlags, h func(*conn, [][]byte), summary string, opts ...func(*command)) {
 		if parent.Subcommands == nil {
 			parent.Subcommands = map[string]*command{}
 		}
-		parent.Subcommands[name] = &command{Name: parent.Name + "|" + name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary, Group: parent.Group}
+		c := &command{Name: parent.Name + "|" + name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary, Group: parent.Group}
+		for _, o := range opts {
+			o(c)
+		}
+		parent.Subcommands[name] = c
 	}
 
 	// connection: resp/connection.go
@@ -132,6 +157,10 @@ func commandTable() map[string]*command {
 	sub(client, "list", -2, RoleAdmin, 0, cmdClientList, "Lists open connections.")
 	sub(client, "kill", -3, RoleAdmin, 0, cmdClientKill, "Terminates open connections.")
 	sub(client, "help", 2, RoleRead, 0, cmdClientHelp, "Returns helpful text about the different subcommands.")
+	sub(client, "no-evict", 3, RoleAdmin, 0, cmdClientNoEvict, "Sets the client eviction mode of the connection.",
+		docs("7.0.0", "O(1)", argOneOf("enabled", false, argWord("ON"), argWord("OFF"))))
+	sub(client, "no-touch", 3, RoleRead, FlagFast, cmdClientNoTouch, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+		docs("7.2.0", "O(1)", argOneOf("enabled", false, argWord("ON"), argWord("OFF"))))
 
 	// server: resp/server.go, resp/info.go
 	group = "server"
@@ -142,6 +171,10 @@ func commandTable() map[string]*command {
 	sub(command, "docs", -2, RoleRead, 0, cmdCommandDocs, "Returns documentary information about one, multiple or all commands.")
 	sub(command, "list", -2, RoleRead, 0, cmdCommandList, "Returns a list of command names.")
 	sub(command, "help", 2, RoleRead, 0, cmdCommandHelp, "Returns helpful text about the different subcommands.")
+	sub(command, "getkeys", -4, RoleRead, 0, cmdCommandGetKeys, "Extracts the key names from an arbitrary command.",
+		docs("2.8.13", "O(N) where N is the number of arguments to the command", argString("command"), arg{Name: "arg", Type: "string", Optional: true, Multiple: true}))
+	sub(command, "getkeysandflags", -4, RoleRead, 0, cmdCommandGetKeysAndFlags, "Extracts the key names and access flags for an arbitrary command.",
+		docs("7.0.0", "O(N) where N is the number of arguments to the command", argString("command"), arg{Name: "arg", Type: "string", Optional: true, Multiple: true}))
 	config := add("config", -2, RoleRead, 0, nil, "A container for server configuration commands.")
 	sub(config, "get", -3, RoleRead, 0, cmdConfigGet, "Returns the effective values of configuration parameters.")
 	sub(config, "set", -4, RoleAdmin, 0, cmdConfigSet, "Sets configuration parameters in-flight.")
@@ -152,6 +185,8 @@ func commandTable() map[string]*command {
 	add("flushall", -1, RoleAdmin, 0, cmdFlushAll, "Removes all keys from all databases.")
 	add("time", 1, RoleRead, FlagFast, cmdTime, "Returns the server time.")
 	add("shutdown", -1, RoleAdmin, 0, cmdShutdown, "Stops the server cleanly.")
+	add("lastsave", 1, RoleRead, FlagFast, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
+		docs("1.0.0", "O(1)"))
 
 	// strings: resp/strings.go
 	group = "string"
@@ -175,6 +210,26 @@ func commandTable() map[string]*command {
 	add("strlen", 2, RoleRead, FlagFast, cmdStrLen, "Returns the length of a string value.", keys(1, 1, 1))
 	add("getrange", 4, RoleRead, 0, cmdGetRange, "Returns a substring of the string stored at a key.", keys(1, 1, 1))
 	add("setrange", 4, RoleWrite, 0, cmdSetRange, "Overwrites a part of a string value with another by an offset.", keys(1, 1, 1))
+	add("substr", 4, RoleRead, 0, cmdGetRange, "Returns a substring from a string value.", keys(1, 1, 1),
+		docs("1.0.0", "O(N) where N is the length of the returned string.", argKey("key"), argInt("start"), argInt("end")))
+	add("lcs", -3, RoleRead, 0, cmdLCS, "Finds the longest common substring.", keys(1, 2, 1),
+		docs("7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+			argKey("key1"), argKey("key2"), argToken("LEN"), argToken("IDX"),
+			arg{Name: "min-match-len", Type: "integer", Token: "MINMATCHLEN", Optional: true}, argToken("WITHMATCHLEN")))
+	group = "bitmap"
+	add("setbit", 4, RoleWrite, 0, cmdSetBit, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", keys(1, 1, 1),
+		docs("2.2.0", "O(1)", argKey("key"), argInt("offset"), argInt("value")))
+	add("getbit", 3, RoleRead, FlagFast, cmdGetBit, "Returns a bit value by offset.", keys(1, 1, 1),
+		docs("2.2.0", "O(1)", argKey("key"), argInt("offset")))
+	add("bitcount", -2, RoleRead, 0, cmdBitCount, "Counts the number of set bits (population counting) in a string.", keys(1, 1, 1),
+		docs("2.6.0", "O(N)", argKey("key"), bitRangeArgs()))
+	add("bitpos", -3, RoleRead, 0, cmdBitPos, "Finds the first set (1) or clear (0) bit in a string.", keys(1, 1, 1),
+		docs("2.8.7", "O(N)", argKey("key"), argInt("bit"), arg{Name: "range", Type: "block", Optional: true, Args: []arg{
+			argInt("start"), {Name: "end-unit-block", Type: "block", Optional: true, Args: []arg{argInt("end"), bitRangeArgs().Args[2]}}}}))
+	add("bitop", -4, RoleWrite, 0, cmdBitOp, "Performs bitwise operations on multiple strings, and stores the result.", keys(2, -1, 1),
+		docs("2.6.0", "O(N)", argOneOf("operation", false, argWord("AND"), argWord("OR"),
+			argWord("XOR"), argWord("NOT")),
+			argKey("destkey"), arg{Name: "key", Type: "key", Multiple: true}))
 
 	// keys: resp/keys.go
 	group = "generic"
@@ -193,10 +248,39 @@ func commandTable() map[string]*command {
 	add("scan", -2, RoleRead, 0, cmdScan, "Iterates over the key names in the database.")
 	add("rename", 3, RoleWrite, 0, cmdRename, "Renames a key and overwrites the destination.", keys(1, 2, 1))
 	add("renamenx", 3, RoleWrite, FlagFast, cmdRenameNX, "Renames a key only when the target key name doesn't exist.", keys(1, 2, 1))
+	add("touch", -2, RoleRead, FlagFast, cmdTouch, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys(1, -1, 1),
+		docs("3.2.1", "O(N) where N is the number of keys that will be touched.", arg{Name: "key", Type: "key", Multiple: true}))
+	add("expiretime", 2, RoleRead, FlagFast, cmdExpireTime, "Returns the expiration time of a key as a Unix timestamp.", keys(1, 1, 1),
+		docs("7.0.0", "O(1)", argKey("key")))
+	add("pexpiretime", 2, RoleRead, FlagFast, cmdPExpireTime, "Returns the expiration time of a key as a Unix milliseconds timestamp.", keys(1, 1, 1),
+		docs("7.0.0", "O(1)", argKey("key")))
+	add("randomkey", 1, RoleRead, 0, cmdRandomKey, "Returns a random key name from the database.",
+		docs("1.0.0", "O(1)"))
+	add("copy", -3, RoleWrite, 0, cmdCopy, "Copies the value of a key to a new key.", keys(1, 2, 1),
+		docs("6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+			argKey("source"), argKey("destination"), arg{Name: "destination-db", Type: "integer", Token: "DB", Optional: true}, argToken("REPLACE")))
+	object := add("object", -2, RoleRead, 0, nil, "A container for object introspection commands.")
+	sub(object, "encoding", 3, RoleRead, 0, cmdObjectEncoding, "Returns the internal encoding of a Redis object.", keys(2, 2, 1),
+		docs("2.2.3", "O(1)", argKey("key")))
+	sub(object, "freq", 3, RoleRead, 0, cmdObjectFreq, "Returns the logarithmic access frequency counter of a Redis object.", keys(2, 2, 1),
+		docs("4.0.0", "O(1)", argKey("key")))
+	sub(object, "refcount", 3, RoleRead, 0, cmdObjectRefCount, "Returns the reference count of a value of a key.", keys(2, 2, 1),
+		docs("2.2.3", "O(1)", argKey("key")))
+	sub(object, "help", 2, RoleRead, 0, cmdObjectHelp, "Returns helpful text about the different subcommands.")
 
 	// locks: resp/locks.go
 	group = "module"
-	add("lock.hold", -4, RoleWrite, FlagBlocking, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.",
+	//
+	// For a cluster client the key of a LOCK.* command is its lock name:
+	// HOLD, INFO, LIST and REVOKE name it first, so keys(1, 1, 1). A lock
+	// is one family of keys, and LOCK.LIST walks all of a lock's keys in one
+	// call, so all of them must live where one hash slot lives; hashing the
+	// lock name puts them there, and a hash tag in it ("{chat}summaries")
+	// places a lock beside the data its holders fence. RENEW and RELEASE
+	// name only a lease id, which is no key: a cluster client sends them to
+	// any node, and a node that does not lead answers -MOVED to the one
+	// that does (SPEC §10).
+	add("lock.hold", -4, RoleWrite, FlagBlocking, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.", keys(1, 1, 1),
 		docs(Version, "O(log N) where N is the number of leases and places in line.",
 			argString("lock"), argString("key"), argString("reqid"),
 			argOption("TTL", "ms"), argOption("WAIT", "ms"), argOption("MAXHOLD", "ms")))
@@ -204,12 +288,12 @@ func commandTable() map[string]*command {
 		docs(Version, "O(log N) where N is the number of leases.", argString("leaseid"), argOption("TTL", "ms")))
 	add("lock.release", 2, RoleWrite, FlagFast, cmdLockRelease, "Ends a lease now; the next in line is granted.",
 		docs(Version, "O(log N) where N is the number of leases.", argString("leaseid")))
-	add("lock.info", 3, RoleRead, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.",
+	add("lock.info", 3, RoleRead, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(1)", argString("lock"), argString("key")))
-	add("lock.list", -2, RoleRead, 0, cmdLockList, "Walks the held and waited-for keys of a lock, like SCAN; never a lease id.",
+	add("lock.list", -2, RoleRead, 0, cmdLockList, "Walks the held and waited-for keys of a lock, like SCAN; never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(log N + COUNT) for every call, N the number of keys held or waited for. O(N) for a complete walk.",
 			argString("lock"), argOption("CURSOR", "cursor"), argOption("COUNT", "count")))
-	add("lock.revoke", 3, RoleAdmin, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.",
+	add("lock.revoke", 3, RoleAdmin, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.", keys(1, 1, 1),
 		docs(Version, "O(log N) where N is the number of leases and places in line.", argString("lock"), argString("key")))
 	return t
 }
