@@ -82,6 +82,13 @@ func storeLost(err error) *LostError {
 	return &LostError{Reason: reason, FromStore: true}
 }
 
+// isSuperseded is the store's answer to a blocked HOLD that a later HOLD
+// with the same reqid took the place over from.
+func isSuperseded(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "ERR superseded")
+}
+
 // transient reports whether an error is worth a retry with the same request:
 // the network failed (or the reply was lost), or the store answered an error
 // that a later try can cure. Any other error reply is final.

@@ -109,19 +109,40 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 }
 
 // acquire gets key for one reqid (SPEC §8): HOLDs with the same reqid, each
-// waiting one chunk, so that the place in line holds between them; a network
-// error or lost reply is retried with the same reqid, on whatever connection
-// the client hands out, and answered with the same lease (LOCK-03).
-func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string, try bool) (grant, error) {
+// waiting one chunk; a network error or lost reply is retried with the same
+// reqid, on whatever connection the client hands out, and answered with the
+// same lease (LOCK-03).
+//
+// The chunks overlap, so that the place in line is never left open: once
+// half of a chunk has passed, the next HOLD goes out on another connection
+// and supersedes the blocked one at the store (which answers that one
+// "superseded", ignored here). Were the next HOLD sent only after the
+// previous one's WAIT ran out, the place would linger in between, passed
+// over, and a release then would grant a later waiter first (LOCK-08).
+// Whichever reply carries the grant wins; a HOLD that reaches the store
+// after the grant is answered the same lease (LOCK-03). The last chunk of a
+// bounded Wait has no successor.
+func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string, try bool) (g grant, err error) {
 	reqid := newReqID()
 	var waitUntil time.Time
 	if l.hasWait && !try {
 		waitUntil = time.Now().Add(l.wait)
 		try = l.wait < time.Millisecond
 	}
+	calls := &holdCalls{lock: l, base: base, wg: wg, key: key, reqid: reqid, replies: make(chan holdReply, maxInFlight)}
+	defer func() { calls.settle(g.id) }()
+
 	retryEvery := l.ttl / 10
-	var failingSince time.Time
-	for {
+	var (
+		failingSince time.Time // the first of the failures since the last answer
+		notBefore    time.Time // no grant of reqid came before this
+		cur          holdCall  // the newest HOLD sent
+		nextAt       time.Time // when to send the next HOLD; zero: when cur answers
+		stalled      bool      // the next HOLD waits for one in flight to answer
+	)
+	// send sends the next HOLD, waiting one chunk (or less, at the end of
+	// a bounded Wait); false if the Wait is over.
+	send := func() bool {
 		wait := l.chunk
 		switch {
 		case try:
@@ -130,7 +151,7 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 			rem := time.Until(waitUntil)
 			if rem <= 0 {
 				if failingSince.IsZero() {
-					return grant{}, fmt.Errorf("%w: %s %q: waited %v", ErrNotHeld, l.name, key, l.wait)
+					return false
 				}
 				// The last HOLD failed: it may have been granted. A
 				// last try with the same reqid says.
@@ -138,30 +159,73 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 			}
 			wait = min(wait, rem)
 		}
+		cur, stalled = calls.send(wait), false
+		if notBefore.IsZero() {
+			notBefore = cur.sent
+		}
+		nextAt = time.Time{}
+		last := try || (!waitUntil.IsZero() && !cur.sent.Add(wait).Before(waitUntil))
+		if !last {
+			nextAt = cur.sent.Add(wait / 2)
+		}
+		return true
+	}
+	waited := func() error { return fmt.Errorf("%w: %s %q: waited %v", ErrNotHeld, l.name, key, l.wait) }
 
-		ch := make(chan holdReply, 1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ch <- l.sendHold(base, key, reqid, wait)
-		}()
+	send()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		var wake <-chan time.Time
+		if !nextAt.IsZero() {
+			timer.Reset(time.Until(nextAt))
+			wake = timer.C
+		}
 		var r holdReply
 		select {
-		case r = <-ch:
+		case r = <-calls.replies:
+		case <-wake:
+			if calls.inFlight >= maxInFlight {
+				// Older HOLDs hang (their replies lost): the next one
+				// goes when one of them answers.
+				nextAt, stalled = time.Time{}, true
+				continue
+			}
+			if !send() {
+				return grant{}, waited()
+			}
+			continue
 		case <-ctx.Done():
-			return grant{}, l.abandon(ctx, base, wg, key, reqid, ch)
+			timer.Stop()
+			return grant{}, l.abandon(ctx, calls)
 		}
-
-		switch {
-		case r.ok:
+		timer.Stop()
+		calls.inFlight--
+		newest := r.seq == cur.seq
+		if r.ok {
+			r.notBefore = notBefore
 			return r.grant, nil
+		}
+		if r.err == nil || isSuperseded(r.err) && !newest {
+			// Not granted when the store answered, which was after this
+			// HOLD was sent: neither was any earlier one (LOCK-03).
+			notBefore = later(notBefore, r.sent)
+		}
+		switch {
+		case !newest && (r.err == nil || transient(r.err)):
+			// An older chunk: its WAIT ran out, it was superseded by
+			// the newer one, or it failed; the newer one carries on.
+			if stalled {
+				nextAt, stalled = time.Now(), false
+			}
+			continue
 		case r.err == nil: // not granted within the WAIT; the place lingers
 			failingSince = time.Time{}
 			if try {
 				return grant{}, fmt.Errorf("%w: %s %q is held", ErrNotHeld, l.name, key)
 			}
-			if !waitUntil.IsZero() && !time.Now().Before(waitUntil) {
-				return grant{}, fmt.Errorf("%w: %s %q: waited %v", ErrNotHeld, l.name, key, l.wait)
+			if !send() {
+				return grant{}, waited()
 			}
 			continue
 		case storeLost(r.err) != nil:
@@ -179,23 +243,89 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 			// Any lease granted on the way has run out by now.
 			return grant{}, fmt.Errorf("locks: hold %s %q: no answer for %v: %w", l.name, key, l.ttl, r.err)
 		}
-		pause := time.NewTimer(time.Until(r.sent.Add(retryEvery)))
-		select {
-		case <-pause.C:
-		case <-ctx.Done():
-			pause.Stop()
-			return grant{}, l.abandon(ctx, base, wg, key, reqid, nil)
+		nextAt = r.sent.Add(retryEvery) // retry the newest, after a pause
+		if !waitUntil.IsZero() && !time.Now().Before(waitUntil) {
+			nextAt = time.Now() // send makes it the last try
 		}
 	}
 }
 
-// abandon stops waiting for reqid when ctx ends, and lets go of any grant
-// that raced in. A HOLD with the same reqid and WAIT 0 answers the blocked
-// HOLD at once (superseded), leaves the place to linger, passed over, and
-// says whether a grant came first (then it is that grant, LOCK-03). inFlight,
-// if not nil, is the blocked HOLD's answer; abandon waits for it.
-func (l *Lock) abandon(ctx, base context.Context, wg *sync.WaitGroup, key, reqid string, inFlight <-chan holdReply) error {
-	notHeld := fmt.Errorf("%w: %s %q: %w", ErrNotHeld, l.name, key, context.Cause(ctx))
+// holdCall is one HOLD that acquire sent.
+type holdCall struct {
+	seq  int
+	sent time.Time // when it was handed to the client: no later than its send
+}
+
+// holdCalls are the HOLDs of one reqid, sent each in its own goroutine
+// (counted by wg) so that chunks can overlap. While acquire runs, their
+// replies go to replies, at most maxInFlight of them outstanding; once it
+// has settled, a reply that carries a grant other than the one it kept (a
+// HOLD that reached the store after the reqid was forgotten) is released
+// by the goroutine that got it.
+type holdCalls struct {
+	lock       *Lock
+	base       context.Context
+	wg         *sync.WaitGroup
+	key, reqid string
+	replies    chan holdReply
+	seq        int // of the last HOLD sent
+	inFlight   int // sent and not read from replies: acquire's alone
+
+	mu      sync.Mutex
+	settled bool
+	kept    string // the lease id acquire returned; "" if none
+}
+
+func (c *holdCalls) send(wait time.Duration) holdCall {
+	c.seq++
+	c.inFlight++
+	call := holdCall{seq: c.seq, sent: time.Now()}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		r := c.lock.sendHold(c.base, c.key, c.reqid, wait)
+		r.seq, r.sent = call.seq, call.sent
+		c.mu.Lock()
+		if !c.settled {
+			c.replies <- r // never blocks: room for every HOLD in flight
+			c.mu.Unlock()
+			return
+		}
+		kept := c.kept
+		c.mu.Unlock()
+		if r.ok && r.id != kept {
+			c.lock.release(c.base, c.wg, r.id, r.received.Add(r.left))
+		}
+	}()
+	return call
+}
+
+// settle ends acquire's part: replies still to come are handled by their
+// goroutines. kept is the lease acquire returned, or "".
+func (c *holdCalls) settle(kept string) {
+	c.mu.Lock()
+	c.settled, c.kept = true, kept
+	c.mu.Unlock()
+	for {
+		select {
+		case r := <-c.replies: // arrived before settled: let go of a grant not kept
+			if r.ok && r.id != kept {
+				c.lock.release(c.base, c.wg, r.id, r.received.Add(r.left))
+			}
+		default:
+			return
+		}
+	}
+}
+
+// abandon stops waiting for calls' reqid when ctx ends, and lets go of any
+// grant that raced in. A HOLD with the same reqid and WAIT 0 answers the
+// blocked HOLD at once (superseded), leaves the place to linger, passed
+// over, and says whether a grant came first (then it is that grant,
+// LOCK-03). abandon waits for the HOLDs still in flight too.
+func (l *Lock) abandon(ctx context.Context, calls *holdCalls) error {
+	notHeld := fmt.Errorf("%w: %s %q: %w", ErrNotHeld, l.name, calls.key, context.Cause(ctx))
+	base, wg, key, reqid := calls.base, calls.wg, calls.key, calls.reqid
 	released := map[string]bool{}
 	letGo := func(g grant) {
 		if !released[g.id] {
@@ -215,16 +345,16 @@ func (l *Lock) abandon(ctx, base context.Context, wg *sync.WaitGroup, key, reqid
 		letGo(probe.grant)
 	}
 	known := decided(probe)
-	if inFlight != nil {
-		r := <-inFlight
+	for ; calls.inFlight > 0; calls.inFlight-- {
+		r := <-calls.replies
 		if r.ok {
 			letGo(r.grant)
 		}
-		// A blocked HOLD lost on the way may have been retried by the
-		// client after the probe, and granted: only a probe sent after it
-		// knows. Unless the probe found the grant already: a reqid has one
-		// (LOCK-03), and it is released.
-		if !decided(r) && !probe.ok && !r.ok {
+		// A HOLD lost on the way may have been retried by the client
+		// after the probe, and granted: only a probe sent after it
+		// knows. Unless the probe found the grant already: a reqid has
+		// one (LOCK-03), and it is released.
+		if !decided(r) && !probe.ok {
 			known = false
 		}
 	}
@@ -237,6 +367,45 @@ func (l *Lock) abandon(ctx, base context.Context, wg *sync.WaitGroup, key, reqid
 		known = decided(probe)
 	}
 	return notHeld
+}
+
+// tellsMore says whether the store's -LOST answer to a RELEASE sent after
+// the holder gave the lease up by its own clock replaces the holder's
+// reason. That reason stands unless the store tells more than it:
+//
+//   - The holder's "expired" or "revoked maxhold" is how the store itself
+//     ends the lease, a margin later: the store's "expired" or "revoked
+//     maxhold" says nothing new.
+//   - "revoked by admin" does: the store records one end per lease, so the
+//     revoke came before the store's own expiry or cap, unseen by the holder
+//     (its renewals failed, or had stopped at the MaxHold cap).
+//   - "unknown lease" on its own says nothing: the store forgets an ended
+//     lease a ttl after its end, so a function that overran its lease by
+//     more than about a ttl gets it whatever happened. Nor can the time of
+//     the answer tell a restart from forgetting: an end the holder did not
+//     see (a revoke soon after the last renewal) is forgotten a ttl later,
+//     which may be soon after the holder's own deadline. What does tell is
+//     the epoch: each open of the store is a new one and forgets every
+//     lease (LOCK-10), and a fence carries the epoch it was granted in
+//     (fence >> 32, SPEC §2). A store whose epoch is newer than the
+//     lease's restarted after the lease's last renewal, and "unknown lease"
+//     is that restart, the reason SPEC §4 gives it. Whether the restart came
+//     before the holder's deadline or during the overrun cannot be told;
+//     the restart is what the holder could not have known, so it is
+//     reported. (An epoch is also bumped after 2^32 grants in one; then a
+//     forgotten lease would be reported as a restart.) If the epoch cannot
+//     be read, the holder's reason stands.
+func (l *Lock) tellsMore(base context.Context, le *Lease, storeSays *LostError) bool {
+	switch storeSays.Reason {
+	case ReasonRevoked:
+		return true
+	case ReasonUnknownLease:
+		ctx, cancel := context.WithTimeout(base, l.ttl)
+		defer cancel()
+		epoch, err := l.storeEpoch(ctx)
+		return err == nil && epoch > le.Fence>>32
+	}
+	return false
 }
 
 // renewBeforeUse renews a lease that was granted after waiting in line,
@@ -262,9 +431,7 @@ func (l *Lock) renewBeforeUse(base context.Context, wg *sync.WaitGroup, lease *L
 
 // letGo runs when fn returns or panics (SPEC §8): it stops the renewals and
 // releases the lease with its id, retrying until the holder's deadline. It
-// returns why the lease was lost, if it was before fn returned; a RELEASE
-// answered -LOST (an admin revoked it, or the store restarted, since the last
-// renewal) says so too.
+// returns why the lease was lost, if it was before fn returned.
 func (l *Lock) letGo(base context.Context, k *keeper) *LostError {
 	le := k.lease
 	le.check(time.Now()) // lost at the deadline, whether or not a timer saw it
@@ -278,16 +445,20 @@ func (l *Lock) letGo(base context.Context, k *keeper) *LostError {
 
 	switch {
 	case lost == nil:
+		// Every -LOST here is news, "unknown lease" included: the lease
+		// was live at a renewal sent less than a ttl before this answer
+		// (the holder's deadline had not passed), and the store remembers
+		// an ended lease for a ttl after its end, so it cannot have
+		// forgotten it: it restarted.
 		if storeSays := l.release(base, &k.wg, le.id, deadline); storeSays != nil {
 			le.lose(storeSays)
 			lost = storeSays
 		}
 	case !lost.FromStore:
-		// Given up by the holder's clock: the store may still hold it for a
-		// margin. One try hands it to the next in line early, and may say
-		// what the store knows (a restart: "unknown lease"), which Hold
-		// then reports rather than its own guess.
-		if storeSays := l.release(base, &k.wg, le.id, time.Now().Add(l.ttl/10)); storeSays != nil {
+		// Given up by the holder's clock: the store may still hold it for
+		// a margin. One try hands it to the next in line early.
+		if storeSays := l.release(base, &k.wg, le.id, time.Now().Add(l.ttl/10)); storeSays != nil &&
+			l.tellsMore(base, le, storeSays) {
 			lost = storeSays
 		}
 	}

@@ -67,9 +67,9 @@ func newLease(l *Lock, key string, g grant) *Lease {
 		cancel: func(error) {},
 	}
 	if l.maxHold > 0 {
-		// The store granted after this HOLD was sent, so its MAXHOLD
+		// The store granted no earlier than notBefore, so its MAXHOLD
 		// deadline is no earlier than this (LOCK-07).
-		le.maxCap = g.sent.Add(l.maxHold - l.margin)
+		le.maxCap = g.notBefore.Add(l.maxHold - l.margin)
 	}
 	le.sent = g.sent
 	le.setDeadline(g.sent, g.left, false)

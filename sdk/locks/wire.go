@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +24,10 @@ type grant struct {
 	left     time.Duration // ttl left when the store answered
 	sent     time.Time     // when this HOLD was sent: the deadline counts from it
 	received time.Time
+	// notBefore is no later than the grant: the send time of the oldest
+	// HOLD of the reqid that may have been the one granted. MaxHold counts
+	// from it (LOCK-07). Set by acquire; sent for a lone HOLD.
+	notBefore time.Time
 }
 
 // holdReply is one HOLD's outcome: granted (ok), not granted within its WAIT
@@ -30,6 +36,7 @@ type holdReply struct {
 	grant
 	ok  bool
 	err error
+	seq int // which of its reqid's HOLDs (see holdCalls)
 }
 
 // newReqID draws a request id: 128 random bits as 32 hex characters.
@@ -52,7 +59,7 @@ func (l *Lock) sendHold(ctx context.Context, key, reqid string, wait time.Durati
 	}
 	sent := time.Now()
 	cmd := l.store.Do(ctx, args...)
-	r := holdReply{grant: grant{sent: sent, received: time.Now()}}
+	r := holdReply{grant: grant{sent: sent, received: time.Now(), notBefore: sent}}
 	vals, err := cmd.Slice()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -92,6 +99,20 @@ func (l *Lock) sendRenew(ctx context.Context, id string) (any, error) {
 func (l *Lock) sendRelease(ctx context.Context, id string) (any, error) {
 	_, err := l.store.Do(ctx, "LOCK.RELEASE", id).Int64()
 	return nil, err
+}
+
+// storeEpoch reads the store's epoch from INFO locks (SPEC §2, §6).
+func (l *Lock) storeEpoch(ctx context.Context) (int64, error) {
+	info, err := l.store.Do(ctx, "INFO", "locks").Text()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "epoch:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("locks: INFO locks has no epoch")
 }
 
 // outcome is one attempt's result and when it was sent.
