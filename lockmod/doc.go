@@ -19,7 +19,8 @@
 //     across all locks and keys; before n would reach 2^32 the epoch is bumped
 //     through the EpochBumper, synchronously. Every fence is larger than every
 //     earlier one.
-//   - LOCK-03: one grant per request id. A retry is answered with the lease
+//   - LOCK-03: one grant per request id within an epoch (a Manager is one
+//     open of the store: it starts knowing no reqid). A retry is answered with the lease
 //     already given, the reason it ended, or takes over its place in line. A
 //     reqid is remembered while it waits, while its lease lives, and for the
 //     longest ttl the lease had after it ends; then it is forgotten.

@@ -9,11 +9,11 @@ import (
 )
 
 // Limits bound what one request may make the server hold in memory (SPEC §7).
-// The zero value of a field means Redis's default.
+// The zero value of a field means the default named beside it.
 type Limits struct {
 	MaxBulkLen   int64 // a bulk string; Redis's proto-max-bulk-len, 512 MB
-	MaxMultibulk int   // elements of one request; 1,048,576
-	MaxInline    int   // an inline request or a header line; 64 KB
+	MaxMultibulk int   // elements of one request; 1,048,576, tenure's cap (Redis allows 2^31 - 1)
+	MaxInline    int   // an inline request or a header line; Redis's 64 KB
 }
 
 const (

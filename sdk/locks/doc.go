@@ -51,16 +51,34 @@
 // lease it already gave rather than a second one (LOCK-03). Waiting in line
 // is a sequence of HOLDs with that id, each waiting a chunk of half the
 // client's ReadTimeout (read from its options, never changed; a client with
-// none waits 10 s chunks), so no read times out and the place in line holds.
-// When ctx ends while waiting, a HOLD with the same id and WAIT 0 supersedes
-// the waiting one at once, and a grant that raced in is released.
+// none waits 10 s chunks), so no read times out.
+//
+// The chunks overlap, so that the place in line holds (LOCK-08): once half
+// of a chunk has passed, the next HOLD goes out on another connection and
+// supersedes the blocked one, which the store answers "superseded" (the SDK
+// ignores that for its own earlier chunk). Were each chunk sent only after
+// the previous one's WAIT ran out, the place would linger in between,
+// passed over, and a release at that moment would serve a later waiter
+// first. Whichever reply carries the grant wins; a HOLD with the same id
+// that reaches the store after the grant is answered the same lease, and a
+// grant that reaches a HOLD after Hold stopped waiting is released. The last
+// chunk of a bounded Wait has no successor. When ctx ends while waiting, a
+// HOLD with the same id and WAIT 0 supersedes the waiting one at once, and a
+// grant that raced in is released.
 //
 // The holder's deadline is the send time of the last HOLD or RENEW that
-// succeeded, plus the ttl the store answered, less a margin (default
-// min(ttl/10, 2 s)), capped at the grant + MaxHold - margin; all on the
-// local monotonic clock. The holder gives up before the store does. A HOLD
-// that waited in line is renewed before fn starts, since its send time is
-// far behind its grant.
+// succeeded (for the grant: of the HOLD whose reply granted), plus the ttl
+// the store answered, less a margin (default min(ttl/10, 2 s)), capped at
+// the grant + MaxHold - margin; all on the local monotonic clock. The holder
+// gives up before the store does. A HOLD that waited in line long is renewed
+// before fn starts, since its send time is far behind its grant.
+//
+// When fn returns after the holder gave the lease up by its own clock
+// ("expired", "revoked maxhold"), the RELEASE the SDK still sends may be
+// answered "unknown lease": the store forgets an ended lease a ttl after its
+// end. That reason stands; the store's answer replaces it only when it tells
+// more: "revoked by admin", or "unknown lease" from a store whose epoch
+// (INFO locks) is newer than the lease's (Fence >> 32): it restarted.
 //
 // A goroutine per Hold renews the lease while fn runs: at the latest ttl/3
 // after the last success; after a failure, again at least every ttl/10, on
@@ -93,7 +111,9 @@
 // # Connections
 //
 // A Hold waiting in line keeps one of the client's connections busy for
-// each chunk, and renewals need one now and then: give the client's pool
-// (PoolSize) room for the waiters and holders at once, or renewals wait
-// for a connection behind them.
+// each chunk, and a second one for a moment each half chunk, when the next
+// chunk overlaps it; renewals need one now and then. Give the client's pool
+// (PoolSize) room for two connections per waiter and one per holder: a
+// next chunk that waits for a free connection past the previous chunk's
+// WAIT leaves the place lingering, and a later waiter may be served first.
 package locks

@@ -56,11 +56,11 @@ func TTL(d time.Duration) Option { return func(l *Lock) { l.ttl = d } }
 // earlier, reporting it lost with reason "revoked maxhold". From 1 s to 24 h;
 // default: no cap.
 //
-// The SDK counts d from when it sent the HOLD that was granted, which is no
-// later than the grant. After waiting in line that may be up to one wait
-// chunk early, until a renewal's reply, capped by the store at MAXHOLD,
-// shows the store's own deadline; in the last ttl before the cap every
-// renewal does.
+// The SDK counts d from when it sent the oldest HOLD of the request that
+// may have been the one granted, which is no later than the grant. After
+// waiting in line that may be up to one wait chunk early, until a
+// renewal's reply, capped by the store at MAXHOLD, shows the store's own
+// deadline; in the last ttl before the cap every renewal does.
 func MaxHold(d time.Duration) Option { return func(l *Lock) { l.maxHold = d } }
 
 // Wait bounds the time a Hold waits in line; once it has elapsed, Hold
