@@ -30,6 +30,7 @@ type Report struct {
 	GrantsTotal                string
 	FinalCounts                map[string]int64
 	LinCounters, LinLocks      linReport // (d)
+	FIFOReqIDs, FIFOIntervals  int       // (e) request ids, and their intervals proven in line
 
 	Violations  []string
 	HistoryFile string
@@ -267,6 +268,9 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 
 	// (d) Linearizability of the raw command history.
 	checkLinearizable(r, events, linBudget)
+
+	// (e) First come, first served (LOCK-08).
+	checkFIFO(r, events, violate)
 	return r
 }
 
@@ -384,6 +388,7 @@ func (r *Report) Print(w io.Writer) {
 		r.ProxyGrants, r.ReqIDs, r.Regranted, r.GrantsTotal)
 	r.LinCounters.print(w, "(d) linearizable: counters", "by key")
 	r.LinLocks.print(w, "                  locks   ", "by key and epoch")
+	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line\n", r.FIFOReqIDs, r.FIFOIntervals)
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  %s\n", v)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -85,5 +87,68 @@ func wantViolation(t *testing.T, r *Report, want string) {
 		t.Fatalf("want no violation, got:\n%s", got)
 	case want != "" && !strings.Contains(got, want):
 		t.Fatalf("want a violation with %q, got:\n%s", want, got)
+	}
+}
+
+// (e) LOCK-08 from the LOCK.HOLDs on the wire (checkFIFO alone: the leases
+// of these histories are never released, which (d) would report): a waiter passed over while
+// it certainly waited is a violation; one passed over while its place may
+// have lingered (between two chunks) is not.
+func TestCheckFIFO(t *testing.T) {
+	const e1 = 1 << 32
+	const ms = int64(1e6)
+	hold := func(reqid string, wait, start, end int64, result, reply string) Event {
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result, Reply: reply,
+			Args: []string{"LOCK.HOLD", "torture", "k", reqid, "TTL", "1000", "WAIT", strconv.FormatInt(wait, 10)}}
+	}
+	granted := func(fence int64) string {
+		return "0123456789abcdef0123456789abcdef " + strconv.FormatInt(fence, 10) + " 1000"
+	}
+	const superseded = "ERR superseded by a retry of the same request"
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   string
+	}{
+		{"overlapping chunks, served in order", []Event{
+			hold("a", 100, 0, 55, "error", superseded),
+			hold("b", 100, 70, 125, "error", superseded),
+			hold("a", 100, 50, 90, "ok", granted(e1+2)),
+			hold("b", 100, 120, 300, "ok", granted(e1+3)),
+		}, ""},
+		{"passed over while its chunks overlapped", []Event{
+			hold("a", 100, 0, 55, "error", superseded),
+			hold("b", 100, 70, 120, "ok", granted(e1+2)),
+			hold("a", 100, 50, 200, "ok", granted(e1+3)),
+		}, "LOCK-08: on torture k (server 1), request b joined after request a"},
+		{"passed over while still in its first chunk", []Event{
+			hold("a", 100, 0, 100, "nil", ""),
+			hold("b", 100, 10, 40, "ok", granted(e1+2)),
+		}, "LOCK-08"},
+		{"passed over between two chunks: the place lingered", []Event{
+			hold("a", 100, 0, 100, "nil", ""),
+			hold("b", 100, 20, 105, "ok", granted(e1+2)),
+			hold("a", 100, 110, 200, "ok", granted(e1+3)),
+		}, ""},
+		{"passed over after its connection was cut", []Event{
+			hold("a", 100, 0, 55, "error", superseded),
+			{Kind: evWire, Client: "proxy", Target: 1, Start: 50 * ms, Result: "unknown",
+				Args: []string{"LOCK.HOLD", "torture", "k", "a", "TTL", "1000", "WAIT", "100"}},
+			hold("b", 100, 70, 120, "ok", granted(e1+2)),
+		}, ""},
+		{"joined after the other", []Event{
+			hold("b", 100, 0, 55, "error", superseded),
+			hold("a", 100, 10, 60, "error", superseded),
+			hold("b", 100, 50, 90, "ok", granted(e1+2)),
+			hold("a", 100, 55, 200, "ok", granted(e1+3)),
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{}
+			checkFIFO(r, tc.events, func(format string, args ...any) {
+				r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+			})
+			wantViolation(t, r, tc.want)
+		})
 	}
 }

@@ -24,7 +24,10 @@
 //     SET … FENCE against a fenced register across restarts, the LOCK.*
 //     commands against the lease lock per key and epoch (see
 //     linearize.go). A partition porcupine cannot decide in time counts as
-//     a violation.
+//     a violation;
+//   - (e) first come, first served (LOCK-08): no request id is granted
+//     while one that certainly joined the line before it was certainly
+//     waiting in it, from the LOCK.HOLDs the proxy saw pass (see fifo.go).
 //
 // It prints operations, faults by kind and violations, and writes the
 // history of a failing run to a file, with porcupine's picture of each
