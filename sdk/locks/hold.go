@@ -192,7 +192,7 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 				continue
 			}
 			if !send() {
-				return grant{}, waited()
+				nextAt = time.Time{} // the Wait is over: cur's answer ends it
 			}
 			continue
 		case <-ctx.Done():
