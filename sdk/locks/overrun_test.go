@@ -77,6 +77,7 @@ type overrunHooks struct {
 // lease" for a lease it has forgotten is not what happened (SPEC §4 gives
 // it to a restart).
 func TestOverrunKeepsTheHoldersReason(t *testing.T) {
+	t.Cleanup(func() { noLeaks(t) }) // once the parallel subtests are done
 	for _, tc := range []struct {
 		name   string
 		reason string
@@ -97,7 +98,6 @@ func TestOverrunKeepsTheHoldersReason(t *testing.T) {
 					t.Errorf("context.Cause = %v, want %s", cause, tc.reason)
 				}
 				t.Logf("RELEASE answered %q; Hold: %v", released, err)
-				noLeaks(t)
 			})
 		}
 	}
@@ -108,6 +108,7 @@ func TestOverrunKeepsTheHoldersReason(t *testing.T) {
 // whose renewals failed; or the store restarted (a new epoch, LOCK-10)
 // while fn overran its MaxHold.
 func TestOverrunReportsWhatTheStoreKnowsBetter(t *testing.T) {
+	t.Cleanup(func() { noLeaks(t) }) // once the parallel subtests are done
 	for _, tc := range []struct {
 		name    string
 		reason  string
@@ -138,7 +139,6 @@ func TestOverrunReportsWhatTheStoreKnowsBetter(t *testing.T) {
 				t.Errorf("Hold = %v, want lost: %s", err, tc.reason)
 			}
 			t.Logf("RELEASE answered %q; Hold: %v", released, err)
-			noLeaks(t)
 		})
 	}
 }
