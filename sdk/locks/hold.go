@@ -121,7 +121,11 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 // over, and a release then would grant a later waiter first (LOCK-08).
 // Whichever reply carries the grant wins; a HOLD that reaches the store
 // after the grant is answered the same lease (LOCK-03). The last chunk of a
-// bounded Wait has no successor.
+// bounded Wait has no successor, nor has a chunk whose WAIT ran out before
+// its successor went (this process paused): its answer comes first, as it
+// may be a grant, and a HOLD sent long after a grant may reach a store that
+// has forgotten the reqid. A pause between the send of a successor and its
+// write to the network can still do that; the grant it gets is released.
 func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string, try bool) (g grant, err error) {
 	reqid := newReqID()
 	var waitUntil time.Time
@@ -139,6 +143,7 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 		cur          holdCall  // the newest HOLD sent
 		nextAt       time.Time // when to send the next HOLD; zero: when cur answers
 		stalled      bool      // the next HOLD waits for one in flight to answer
+		curOpen      bool      // cur has not answered: the next HOLD overlaps it
 	)
 	// send sends the next HOLD, waiting one chunk (or less, at the end of
 	// a bounded Wait); false if the Wait is over.
@@ -159,7 +164,7 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 			}
 			wait = min(wait, rem)
 		}
-		cur, stalled = calls.send(wait), false
+		cur, stalled, curOpen = calls.send(wait), false, true
 		if notBefore.IsZero() {
 			notBefore = cur.sent
 		}
@@ -185,16 +190,28 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 		select {
 		case r = <-calls.replies:
 		case <-wake:
-			if calls.inFlight >= maxInFlight {
-				// Older HOLDs hang (their replies lost): the next one
-				// goes when one of them answers.
-				nextAt, stalled = time.Time{}, true
+			select {
+			case r = <-calls.replies:
+				// An answer came meanwhile (after a pause, say): it may
+				// be the grant, and then no other HOLD may go.
+			default:
+				switch {
+				case curOpen && !time.Now().Before(cur.sent.Add(cur.wait)):
+					// cur's WAIT has run out: too late to overlap it
+					// (this process paused, or is overloaded), and its
+					// answer is due. A HOLD sent now could go out long
+					// after a grant that came meanwhile, and after the
+					// store forgot the reqid: a second lease (LOCK-03).
+					nextAt = time.Time{}
+				case calls.inFlight >= maxInFlight:
+					// Older HOLDs hang (their replies lost): the next
+					// one goes when one of them answers.
+					nextAt, stalled = time.Time{}, true
+				case !send():
+					nextAt = time.Time{} // the Wait is over: cur's answer ends it
+				}
 				continue
 			}
-			if !send() {
-				nextAt = time.Time{} // the Wait is over: cur's answer ends it
-			}
-			continue
 		case <-ctx.Done():
 			timer.Stop()
 			return grant{}, l.abandon(ctx, calls)
@@ -202,6 +219,9 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 		timer.Stop()
 		calls.inFlight--
 		newest := r.seq == cur.seq
+		if newest {
+			curOpen = false
+		}
 		if r.ok {
 			r.notBefore = notBefore
 			return r.grant, nil
@@ -254,6 +274,7 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 type holdCall struct {
 	seq  int
 	sent time.Time // when it was handed to the client: no later than its send
+	wait time.Duration
 }
 
 // holdCalls are the HOLDs of one reqid, sent each in its own goroutine
@@ -279,7 +300,7 @@ type holdCalls struct {
 func (c *holdCalls) send(wait time.Duration) holdCall {
 	c.seq++
 	c.inFlight++
-	call := holdCall{seq: c.seq, sent: time.Now()}
+	call := holdCall{seq: c.seq, sent: time.Now(), wait: wait}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
