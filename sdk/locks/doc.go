@@ -53,10 +53,10 @@
 // client's ReadTimeout (read from its options, never changed; a client with
 // none waits 10 s chunks), so no read times out.
 //
-// The chunks overlap, so that the place in line holds (LOCK-08): once half
-// of a chunk has passed, the next HOLD goes out on another connection and
-// supersedes the blocked one, which the store answers "superseded" (the SDK
-// ignores that for its own earlier chunk). Were each chunk sent only after
+// The chunks overlap, so that the place in line holds (LOCK-08): once a
+// quarter of a chunk has passed, the next HOLD goes out on another
+// connection and supersedes the blocked one, which the store answers
+// "superseded" (the SDK ignores that for its own earlier chunk). Were each chunk sent only after
 // the previous one's WAIT ran out, the place would linger in between,
 // passed over, and a release at that moment would serve a later waiter
 // first. Whichever reply carries the grant wins; a HOLD with the same id
@@ -111,8 +111,8 @@
 // # Connections
 //
 // A Hold waiting in line keeps one of the client's connections busy for
-// each chunk, and a second one for a moment each half chunk, when the next
-// chunk overlaps it; renewals need one now and then. Give the client's pool
+// each chunk, and a second one for a moment each quarter chunk, when the
+// next chunk overlaps it; renewals need one now and then. Give the client's pool
 // (PoolSize) room for two connections per waiter and one per holder: a
 // next chunk that waits for a free connection past the previous chunk's
 // WAIT leaves the place lingering, and a later waiter may be served first.

@@ -113,10 +113,10 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 // reqid, on whatever connection the client hands out, and answered with the
 // same lease (LOCK-03).
 //
-// The chunks overlap, so that the place in line is never left open: once
-// half of a chunk has passed, the next HOLD goes out on another connection
-// and supersedes the blocked one at the store (which answers that one
-// "superseded", ignored here). Were the next HOLD sent only after the
+// The chunks overlap, so that the place in line is never left open: once a
+// quarter of a chunk has passed, the next HOLD goes out on another
+// connection and supersedes the blocked one at the store (which answers
+// that one "superseded", ignored here). Were the next HOLD sent only after the
 // previous one's WAIT ran out, the place would linger in between, passed
 // over, and a release then would grant a later waiter first (LOCK-08).
 // Whichever reply carries the grant wins; a HOLD that reaches the store
@@ -171,7 +171,7 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 		nextAt = time.Time{}
 		last := try || (!waitUntil.IsZero() && !cur.sent.Add(wait).Before(waitUntil))
 		if !last {
-			nextAt = cur.sent.Add(wait / 2)
+			nextAt = cur.sent.Add(wait / overlapAt)
 		}
 		return true
 	}
@@ -269,6 +269,12 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 		}
 	}
 }
+
+// overlapAt is when, in a chunk, the next one is sent: at wait/overlapAt.
+// Early, so that the next HOLD has three quarters of the chunk to reach the
+// store (a busy machine, a slow network, a pause of the collector) before
+// the place would linger; a HOLD each quarter chunk per waiter is cheap.
+const overlapAt = 4
 
 // holdCall is one HOLD that acquire sent.
 type holdCall struct {
