@@ -76,8 +76,9 @@ clean:
 bench:
 	$(GO) run ./bench $(BENCHFLAGS)
 
-# The clients people already use, for real: redis-cli, redis-py, node's
-# redis package and redis-benchmark against the lock commands (compat/).
+# The clients people already use, for real: redis-cli, redis-py,
+# node-redis, ioredis, go-redis (RESP3) and redis-benchmark against the
+# lock commands (compat/).
 # Installs what is missing with apt-get and npm; fails if any check fails.
 .PHONY: compat
 compat: build

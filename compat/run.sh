@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make compat: the clients people already use, for real, against tenure.
-# Installs what is missing (Debian packages with apt-get, node's redis
-# package with npm ci into compat/node), then runs each check; each starts
+# Installs what is missing (Debian packages with apt-get, node-redis and
+# ioredis with npm ci into compat/node; go-redis comes with the go command
+# that builds tenure), then runs each check; each starts
 # its own server on a free loopback port with a temp dir, and stops it.
 # Any failed check fails the whole run, loudly.
 set -euo pipefail
@@ -26,7 +27,7 @@ if ((${#need_apt[@]} > 0)); then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-if [[ ! -d node/node_modules/redis ]]; then
+if [[ ! -d node/node_modules/redis || ! -d node/node_modules/ioredis ]]; then
 	echo "compat: npm ci in compat/node"
 	(cd node && npm ci --no-audit --no-fund --loglevel=error)
 fi
@@ -34,7 +35,7 @@ fi
 start=$SECONDS
 passed=0
 failed=0
-for check in redis-cli.sh redis-py.sh node.sh redis-benchmark.sh; do
+for check in redis-cli.sh redis-py.sh node.sh go-redis.sh redis-benchmark.sh; do
 	echo
 	echo "=== compat/$check"
 	if bash "$COMPAT_DIR/$check"; then

@@ -6,7 +6,8 @@ package resp
 // reqid [TTL ms] [WAIT ms] [MAXHOLD ms]"). redis-cli reads every argument's
 // type and wants its flags as simple strings.
 
-// docsExtraFields counts the fields writeDocsExtra writes.
+// docsExtraFields counts the fields (key and value pairs) writeDocsExtra
+// writes.
 func docsExtraFields(cmd *command) int {
 	n := 0
 	if cmd.Complexity != "" {
@@ -39,7 +40,7 @@ func (c *conn) writeDocsArgs(args []arg) {
 		if a.Multiple {
 			flags = append(flags, "multiple")
 		}
-		n := 2
+		n := 2 // pairs
 		if a.Token != "" {
 			n++
 		}
@@ -49,7 +50,7 @@ func (c *conn) writeDocsArgs(args []arg) {
 		if a.Args != nil {
 			n++
 		}
-		c.out.Array(2 * n)
+		c.out.Map(n)
 		c.out.BulkString("name")
 		c.out.BulkString(a.Name)
 		c.out.BulkString("type")
@@ -60,7 +61,7 @@ func (c *conn) writeDocsArgs(args []arg) {
 		}
 		if flags != nil {
 			c.out.BulkString("flags")
-			c.out.Array(len(flags))
+			c.out.Set(len(flags))
 			for _, f := range flags {
 				c.out.Status(f)
 			}

@@ -45,22 +45,24 @@ func cmdSelect(c *conn, args [][]byte) {
 	}
 }
 
-// cmdHello speaks protocol 2 only: go-redis asks for 3 first, takes the
-// NOPROTO and goes on in RESP2. As in Redis, every option is checked before
-// AUTH is tried, and the name is set only once the connection is admitted.
+// cmdHello is HELLO [protover [AUTH user pass] [SETNAME name]], as Redis 7
+// answers it: every option is checked before AUTH is tried, the name is set
+// and the protocol switched only once the connection is admitted, and the
+// reply is in the protocol just chosen. Without a version the connection
+// keeps the one it speaks.
 func cmdHello(c *conn, args [][]byte) {
-	i := 1
+	i, proto := 1, c.out.Proto()
 	if len(args) > 1 {
 		v, ok := parseInt(args[1])
 		if !ok {
 			c.out.Err("Protocol version is not an integer or out of range")
 			return
 		}
-		if v != 2 {
+		if v != 2 && v != 3 {
 			c.out.Error("NOPROTO", "unsupported protocol version")
 			return
 		}
-		i = 2
+		i, proto = 2, int(v)
 	}
 	var user, password, name []byte
 	auth, setName := false, false
@@ -89,19 +91,19 @@ func cmdHello(c *conn, args [][]byte) {
 		c.out.Error("NOAUTH", "HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
+	c.mu.Lock()
 	if setName {
-		c.mu.Lock()
 		c.name = string(name)
-		c.mu.Unlock()
 	}
-	// Redis's map of 7 pairs, flat in RESP2.
-	c.out.Array(14)
+	c.out.resp3 = proto == 3
+	c.mu.Unlock()
+	c.out.Map(7)
 	c.out.BulkString("server")
 	c.out.BulkString("tenure")
 	c.out.BulkString("version")
 	c.out.BulkString(RedisVersion)
 	c.out.BulkString("proto")
-	c.out.Int(2)
+	c.out.Int(int64(proto))
 	c.out.BulkString("id")
 	c.out.Int(c.id)
 	c.out.BulkString("mode")
@@ -148,10 +150,13 @@ func (c *conn) authenticate(user, password []byte) bool {
 	return true
 }
 
+// cmdReset puts the connection back as it was opened: no name, RESP2,
+// and, with users configured, not authenticated.
 func cmdReset(c *conn, args [][]byte) {
 	c.mu.Lock()
 	c.name = ""
 	c.noEvict, c.noTouch = false, false
+	c.out.resp3 = false
 	if c.srv.users != nil {
 		c.role, c.user = RoleNone, "default"
 		c.rd.unauth = true
@@ -205,7 +210,7 @@ func cmdClientSetInfo(c *conn, args [][]byte) {
 	c.out.OK()
 }
 
-func cmdClientInfo(c *conn, args [][]byte) { c.out.BulkString(c.describe(time.Now()) + "\n") }
+func cmdClientInfo(c *conn, args [][]byte) { c.out.Verbatim(c.describe(time.Now()) + "\n") }
 
 // cmdClientList is CLIENT LIST [TYPE type | ID id [id ...]], as Redis 7.2
 // reads it: one filter or none. Every connection here is of type normal.
@@ -220,7 +225,7 @@ func cmdClientList(c *conn, args [][]byte) {
 			return
 		}
 		if typ != "normal" {
-			c.out.BulkString("")
+			c.out.Verbatim("")
 			return
 		}
 	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
@@ -255,7 +260,7 @@ func cmdClientList(c *conn, args [][]byte) {
 			}
 		}
 	}
-	c.out.BulkString(b.String())
+	c.out.Verbatim(b.String())
 }
 
 // clientType reads a client type name as Redis's getClientTypeByName does.
@@ -392,7 +397,7 @@ func validClientName(b []byte) bool {
 // the user and the role it was admitted with.
 func (c *conn) describe(now time.Time) string {
 	c.mu.Lock()
-	name, lib, ver, user, role := c.name, c.libName, c.libVer, c.user, c.role
+	name, lib, ver, user, role, proto := c.name, c.libName, c.libVer, c.user, c.role, c.out.Proto()
 	flags := ""
 	if c.noEvict {
 		flags += "e"
@@ -410,9 +415,9 @@ func (c *conn) describe(now time.Time) string {
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s role=%s redir=-1 resp=2 lib-name=%s lib-ver=%s",
+	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s role=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
 		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()), flags,
-		cmd, user, role, lib, ver)
+		cmd, user, role, proto, lib, ver)
 	return b.String()
 }
 

@@ -131,11 +131,11 @@ func TestConnectionCompat(t *testing.T) {
 	compatTranscript(t, s, connectionSteps)
 }
 
-// Where tenure differs from Redis by design (SPEC §6): protocol 2 only,
+// Where tenure differs from Redis by design (SPEC §6): its name in HELLO,
 // database 0 only, and Redis 7.2's CLIENT SETINFO.
 func TestConnectionTenure(t *testing.T) {
 	s := start(t)
-	c := s.Client().Conn()
+	c := resp2Client(t, s).Conn()
 	defer c.Close()
 	id, err := c.ClientID(bg).Result()
 	if err != nil {
@@ -144,9 +144,7 @@ func TestConnectionTenure(t *testing.T) {
 	transcript(t, c, []step{
 		{"HELLO 2", []any{"server", "tenure", "version", resp.RedisVersion, "proto", 2, "id", int(id),
 			"mode", "standalone", "role", "master", "modules", []any{}}},
-		{"HELLO 3", "NOPROTO unsupported protocol version"},
-		{"HELLO 3 AUTH default x", "NOPROTO unsupported protocol version"},
-		{"HELLO 3 FOO", "NOPROTO unsupported protocol version"},
+		{"HELLO 3 FOO", "ERR Syntax error in HELLO option 'FOO'"},
 		{"SELECT 1", "ERR DB index is out of range"},
 		{"SELECT 15", "ERR DB index is out of range"},
 
@@ -168,9 +166,10 @@ func TestConnectionTenure(t *testing.T) {
 	})
 }
 
-// go-redis at its default options sends HELLO 3, takes the NOPROTO and
-// goes on in RESP2, then sends CLIENT SETINFO twice: nothing but that
-// NOPROTO may fail, and the server must know the library afterwards.
+// go-redis at its default options sends HELLO 3 and goes on in RESP3,
+// then sends CLIENT MAINT_NOTIFICATIONS (refused, as Redis 7 refuses it:
+// go-redis then goes on without) and CLIENT SETINFO twice: nothing else
+// may fail, and the server must know the library afterwards.
 func TestConnectionGoRedisHandshake(t *testing.T) {
 	s := start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
@@ -187,18 +186,18 @@ func TestConnectionGoRedisHandshake(t *testing.T) {
 	if !strings.HasPrefix(info.LibName, "go-redis(") || info.LibVer != redis.Version() {
 		t.Fatalf("CLIENT SETINFO did not take: lib-name=%q lib-ver=%q", info.LibName, info.LibVer)
 	}
+	if info.Resp != 3 {
+		t.Fatalf("CLIENT INFO says resp=%d, want 3", info.Resp)
+	}
 	hook.mu.Lock()
 	defer hook.mu.Unlock()
 	t.Logf("go-redis sent %q: %v", hook.cmds, hook.errs)
-	if len(hook.cmds) < 3 {
+	if len(hook.cmds) < 3 || hook.cmds[0] != "hello" {
 		t.Fatalf("the hook saw only %q", hook.cmds)
 	}
 	for i, err := range hook.errs {
-		if err != nil && hook.cmds[i] != "hello" {
+		if err != nil && err.Error() != "ERR unknown subcommand 'maint_notifications'. Try CLIENT HELP." {
 			t.Errorf("%s failed: %v", hook.cmds[i], err)
-		}
-		if hook.cmds[i] == "hello" && (err == nil || err.Error() != "NOPROTO unsupported protocol version") {
-			t.Errorf("HELLO 3: got %v, want NOPROTO", err)
 		}
 	}
 	// A client that asks for RESP2 outright works as well.
@@ -269,7 +268,7 @@ func TestConnectionReplyTypes(t *testing.T) {
 		{"MGET k nokey\r\n", "*2\r\n$1\r\nv\r\n$-1"},
 		{"SCAN 0 MATCH nomatch\r\n", "*2\r\n$1\r\n0\r\n*0"},
 		{"KEYS nomatch\r\n", "*0"},
-		{"HELLO 3\r\n", "-NOPROTO unsupported protocol version"},
+		{"HELLO 4\r\n", "-NOPROTO unsupported protocol version"},
 		{"NOSUCH\r\n", "-ERR unknown command 'NOSUCH', with args beginning with: "},
 		{"COMMAND INFO nosuch\r\n", "*1\r\n$-1"},
 		{"RESET\r\n", "+RESET"},
@@ -443,8 +442,7 @@ func TestConnectionUsers(t *testing.T) {
 		{"QUIT", "OK"},
 	})
 
-	// go-redis with credentials: HELLO 3 AUTH is refused as NOPROTO, and it
-	// falls back on AUTH user password.
+	// go-redis with credentials sends HELLO 3 AUTH user password.
 	for _, tc := range []struct{ user, pw string }{{"writer", "w-pw"}, {"", "bad"}} {
 		rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Username: tc.user, Password: tc.pw})
 		err := rdb.Set(bg, "k", "v", 0).Err()

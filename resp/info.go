@@ -69,7 +69,7 @@ func cmdInfo(c *conn, args [][]byte) {
 			b.WriteString(f[0] + ":" + f[1] + "\r\n")
 		}
 	}
-	c.out.BulkString(b.String())
+	c.out.Verbatim(b.String())
 }
 
 func utoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -84,8 +84,9 @@ func TestLockList(t *testing.T) {
 	go waiter.Do(bg, "LOCK.HOLD", "jobs", "job-3", "req-waiter", "WAIT", 5000)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		info, _ := c.Do(bg, "LOCK.INFO", "jobs", "job-3").Slice()
-		if len(info) == 10 && info[9] == int64(1) {
+		v, _ := c.Do(bg, "LOCK.INFO", "jobs", "job-3").Result()
+		info, _ := lockInfoFields(v)
+		if info["waiters"] == 1 {
 			break
 		}
 		if time.Now().After(deadline) {

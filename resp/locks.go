@@ -187,14 +187,15 @@ func cmdLockRelease(c *conn, args [][]byte) {
 	c.out.Int(1)
 }
 
-// cmdLockInfo never shows a lease id (LOCK-04: the id is the holder's secret).
+// cmdLockInfo never shows a lease id (LOCK-04: the id is the holder's
+// secret). Its reply is a map of five fields (SPEC §6: a map in RESP3).
 func cmdLockInfo(c *conn, args [][]byte) {
 	info, ok := c.srv.locks.Info(string(args[1]), string(args[2]))
 	if !ok {
 		c.out.NullArray()
 		return
 	}
-	c.out.Array(10)
+	c.out.Map(5)
 	c.out.BulkString("fence")
 	c.out.Int(int64(info.Fence))
 	c.out.BulkString("ttl")

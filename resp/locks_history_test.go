@@ -183,10 +183,8 @@ func histReply(cmd linmodel.LeaseCmd, v any, err error) (linmodel.LeaseOutput, e
 			return linmodel.LeaseOutput{Outcome: linmodel.OK, Left: n}, nil
 		}
 	case linmodel.Info:
-		if a, ok := v.([]any); ok && len(a) == 10 && a[0] == "fence" {
-			if f, ok := a[1].(int64); ok {
-				return linmodel.LeaseOutput{Outcome: linmodel.OK, Fence: f}, nil // 0 for a free key with lingering places
-			}
+		if m, err := lockInfoFields(v); err == nil {
+			return linmodel.LeaseOutput{Outcome: linmodel.OK, Fence: m["fence"]}, nil // 0 for a free key with lingering places
 		}
 	}
 	return linmodel.LeaseOutput{}, fmt.Errorf("unexpected reply %v", v)

@@ -278,19 +278,39 @@ func lkKeyInfo(t testing.TB, rdb *redis.Client, lock, key string) map[string]int
 	if err != nil {
 		t.Fatalf("LOCK.INFO %s %s: %v", lock, key, err)
 	}
-	a, ok := v.([]any)
-	if !ok || len(a)%2 != 0 {
-		t.Fatalf("LOCK.INFO %s %s: %v", lock, key, v)
-	}
-	m := map[string]int64{}
-	for i := 0; i < len(a); i += 2 {
-		n, ok := a[i+1].(int64)
-		if !ok {
-			t.Fatalf("LOCK.INFO %s %s: field %v is %T", lock, key, a[i], a[i+1])
-		}
-		m[a[i].(string)] = n
+	m, err := lockInfoFields(v)
+	if err != nil {
+		t.Fatalf("LOCK.INFO %s %s: %v", lock, key, err)
 	}
 	return m
+}
+
+// lockInfoFields reads LOCK.INFO's reply as go-redis gives it: a map from
+// a RESP3 connection (go-redis's default), a flat array of field and value
+// from a RESP2 one.
+func lockInfoFields(v any) (map[string]int64, error) {
+	var pairs []any
+	switch v := v.(type) {
+	case map[any]any:
+		for f, n := range v {
+			pairs = append(pairs, f, n)
+		}
+	case []any:
+		pairs = v
+	}
+	if len(pairs) != 10 {
+		return nil, fmt.Errorf("want 5 fields, got %v", v)
+	}
+	m := map[string]int64{}
+	for i := 0; i < len(pairs); i += 2 {
+		f, ok1 := pairs[i].(string)
+		n, ok2 := pairs[i+1].(int64)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("field %v is %T", pairs[i], pairs[i+1])
+		}
+		m[f] = n
+	}
+	return m, nil
 }
 
 // lkWaiters is how many places LOCK.INFO counts in (lock, key)'s line.

@@ -144,7 +144,8 @@ func TestMetrics(t *testing.T) {
 		got <- v
 	}()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		if v, _ := c.Do(bg, "LOCK.INFO", "jobs", "a").Slice(); len(v) == 10 && v[9] == int64(1) {
+		v, _ := c.Do(bg, "LOCK.INFO", "jobs", "a").Result()
+		if info, _ := lockInfoFields(v); info["waiters"] == 1 {
 			break
 		}
 		if time.Now().After(deadline) {

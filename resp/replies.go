@@ -6,11 +6,20 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// reply accumulates a connection's replies in RESP2 until the batch of
-// requests read together is done; the connection writes it in one syscall.
-// The encoders are redcon's.
+// reply accumulates a connection's replies until the batch of requests
+// read together is done; the connection writes it in one syscall.
+//
+// It knows the connection's protocol, so handlers never ask: a handler
+// says what Redis 7 sends (a Map, a Set, a Null, Verbatim text) and the
+// writer spells it in RESP3, or as RESP2 spells the same reply (a map as
+// a flat array of its pairs, a set as an array, verbatim text as a bulk
+// string, a null as the null bulk string or the null array). Replies that
+// RESP2 and RESP3 spell alike (bulk and simple strings, integers, arrays,
+// errors) take no branch: RESP2, the default, costs what it did before
+// RESP3. The RESP2 encoders are redcon's.
 type reply struct {
-	b []byte
+	b     []byte
+	resp3 bool // set by HELLO 3, cleared by HELLO 2 and RESET
 }
 
 // Error sends "-CODE msg". Every error reply starts with an uppercase code
@@ -68,14 +77,77 @@ func (r *reply) BulkOrNull(b []byte, ok bool) {
 	r.Bulk(b)
 }
 
-// Null sends the RESP2 null bulk string, "$-1".
-func (r *reply) Null() { r.b = redcon.AppendNull(r.b) }
+// Null sends the null that RESP2 spells as a null bulk string, "$-1" (GET
+// of a missing key); RESP3 has one null, "_".
+func (r *reply) Null() {
+	if r.resp3 {
+		r.b = append(r.b, "_\r\n"...)
+		return
+	}
+	r.b = redcon.AppendNull(r.b)
+}
 
-// NullArray sends the RESP2 null array, "*-1".
-func (r *reply) NullArray() { r.b = append(r.b, "*-1\r\n"...) }
+// NullArray sends the null that RESP2 spells as a null array, "*-1"
+// (LOCK.HOLD not granted, LOCK.INFO of a free key); in RESP3 it is "_".
+func (r *reply) NullArray() {
+	if r.resp3 {
+		r.b = append(r.b, "_\r\n"...)
+		return
+	}
+	r.b = append(r.b, "*-1\r\n"...)
+}
 
 // Array starts an array of n elements; the caller sends them next.
 func (r *reply) Array(n int) { r.b = redcon.AppendArray(r.b, n) }
+
+// Map starts a map of n pairs; the caller sends each key and its value
+// next. RESP2 has no maps: there it is an array of 2n elements.
+func (r *reply) Map(n int) {
+	if r.resp3 {
+		r.b = appendHeader(r.b, '%', n)
+		return
+	}
+	r.Array(2 * n)
+}
+
+// Set starts a set of n elements, as Redis 7 sends COMMAND INFO's flags;
+// in RESP2 an array.
+func (r *reply) Set(n int) {
+	if r.resp3 {
+		r.b = appendHeader(r.b, '~', n)
+		return
+	}
+	r.Array(n)
+}
+
+// Verbatim sends text meant for people (INFO, CLIENT LIST): in RESP3 a
+// verbatim string of format txt, in RESP2 a bulk string.
+func (r *reply) Verbatim(text string) {
+	if r.resp3 {
+		r.b = appendHeader(r.b, '=', len(text)+4)
+		r.b = append(r.b, "txt:"...)
+		r.b = append(r.b, text...)
+		r.b = append(r.b, '\r', '\n')
+		return
+	}
+	r.BulkString(text)
+}
+
+// Proto is the protocol the replies are spelled in, 2 or 3.
+func (r *reply) Proto() int {
+	if r.resp3 {
+		return 3
+	}
+	return 2
+}
+
+// appendHeader appends an aggregate's or a string's header: its type byte
+// and its length.
+func appendHeader(b []byte, typ byte, n int) []byte {
+	b = append(b, typ)
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, '\r', '\n')
+}
 
 // BulkStrings sends an array of bulk strings.
 func (r *reply) BulkStrings(ss ...string) {

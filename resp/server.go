@@ -133,7 +133,7 @@ func cmdCommandDocs(c *conn, args [][]byte) {
 			}
 		}
 	}
-	c.out.Array(2 * len(cmds))
+	c.out.Map(len(cmds))
 	for _, cmd := range cmds {
 		c.out.BulkString(cmd.Name)
 		c.writeCommandDocs(cmd)
@@ -141,11 +141,11 @@ func cmdCommandDocs(c *conn, args [][]byte) {
 }
 
 func (c *conn) writeCommandDocs(cmd *command) {
-	n := 6 + 2*docsExtraFields(cmd)
+	n := 3 + docsExtraFields(cmd)
 	if cmd.Subcommands != nil {
-		n += 2
+		n++
 	}
-	c.out.Array(n)
+	c.out.Map(n)
 	c.out.BulkString("summary")
 	c.out.BulkString(cmd.Summary)
 	c.out.BulkString("since")
@@ -156,7 +156,7 @@ func (c *conn) writeCommandDocs(cmd *command) {
 	if cmd.Subcommands != nil {
 		c.out.BulkString("subcommands")
 		subs := sortedNames(cmd.Subcommands)
-		c.out.Array(2 * len(subs))
+		c.out.Map(len(subs))
 		for _, s := range subs {
 			c.out.BulkString(cmd.Subcommands[s].Name)
 			c.writeCommandDocs(cmd.Subcommands[s])
@@ -180,7 +180,10 @@ func lookupPath(table map[string]*command, path []byte) *command {
 	return cmd.Subcommands[sub]
 }
 
-// writeCommandInfo writes Redis 7's ten-element COMMAND INFO entry.
+// writeCommandInfo writes Redis 7's ten-element COMMAND INFO entry, with
+// Redis 7.0's RESP3 types: flags, ACL categories, tips and key specs are
+// sets (each key spec a map), and so is an empty list of subcommands; a
+// list with subcommands is an array.
 func (c *conn) writeCommandInfo(cmd *command) {
 	c.out.Array(10)
 	c.out.BulkString(cmd.Name)
@@ -202,17 +205,21 @@ func (c *conn) writeCommandInfo(cmd *command) {
 			flags = append(flags, f.name)
 		}
 	}
-	c.out.Array(len(flags))
+	c.out.Set(len(flags))
 	for _, f := range flags {
 		c.out.Status(f)
 	}
 	c.out.Int(int64(cmd.FirstKey))
 	c.out.Int(int64(cmd.LastKey))
 	c.out.Int(int64(cmd.Step))
-	c.out.Array(0) // ACL categories
-	c.out.Array(0) // tips
+	c.out.Set(0) // ACL categories
+	c.out.Set(0) // tips
 	c.writeKeySpecs(cmd)
 	subs := sortedNames(cmd.Subcommands)
+	if len(subs) == 0 {
+		c.out.Set(0)
+		return
+	}
 	c.out.Array(len(subs))
 	for _, s := range subs {
 		c.writeCommandInfo(cmd.Subcommands[s])
@@ -284,7 +291,10 @@ func cmdConfigGet(c *conn, args [][]byte) {
 			}
 		}
 	}
-	c.out.BulkStrings(out...)
+	c.out.Map(len(out) / 2)
+	for _, s := range out {
+		c.out.BulkString(s)
+	}
 }
 
 // cmdConfigSet is CONFIG SET name value [name value ...]: every pair is
@@ -487,7 +497,7 @@ func getKeys(c *conn, args [][]byte, withFlags bool) {
 		flags := keySpecFlags(cmd)
 		c.out.Array(2)
 		c.out.Bulk(req[i])
-		c.out.Array(len(flags))
+		c.out.Set(len(flags))
 		for _, f := range flags {
 			c.out.Status(f)
 		}
@@ -528,35 +538,35 @@ func keySpecFlags(cmd *command) []string {
 // read key specs rather than first/last/step find the same keys.
 func (c *conn) writeKeySpecs(cmd *command) {
 	if cmd.FirstKey == 0 {
-		c.out.Array(0)
+		c.out.Set(0)
 		return
 	}
 	last := cmd.LastKey
 	if last > 0 {
 		last -= cmd.FirstKey // relative to the first key
 	}
-	c.out.Array(1)
-	c.out.Array(6)
+	c.out.Set(1)
+	c.out.Map(3)
 	c.out.BulkString("flags")
 	flags := keySpecFlags(cmd)
-	c.out.Array(len(flags))
+	c.out.Set(len(flags))
 	for _, f := range flags {
 		c.out.Status(f)
 	}
 	c.out.BulkString("begin_search")
-	c.out.Array(4)
+	c.out.Map(2)
 	c.out.BulkString("type")
 	c.out.BulkString("index")
 	c.out.BulkString("spec")
-	c.out.Array(2)
+	c.out.Map(1)
 	c.out.BulkString("index")
 	c.out.Int(int64(cmd.FirstKey))
 	c.out.BulkString("find_keys")
-	c.out.Array(4)
+	c.out.Map(2)
 	c.out.BulkString("type")
 	c.out.BulkString("range")
 	c.out.BulkString("spec")
-	c.out.Array(6)
+	c.out.Map(3)
 	c.out.BulkString("lastkey")
 	c.out.Int(int64(last))
 	c.out.BulkString("keystep")

@@ -307,7 +307,7 @@ func TestServerCommandTable(t *testing.T) {
 			t.Errorf("%s is not in COMMAND LIST / COMMAND", n)
 		}
 	}
-	c := s.Client().Conn()
+	c := resp2Client(t, s).Conn() // COMMAND DOCS's maps in RESP2 shape, for the transcript below
 	defer c.Close()
 	for name, arity := range redisArity {
 		if !listed[name] {
@@ -367,7 +367,7 @@ func TestServerConfig(t *testing.T) {
 	level := new(slog.LevelVar)
 	s := resptest.Start(t, resp.Config{LogLevel: level})
 	host, port, _ := net.SplitHostPort(s.Addr)
-	transcript(t, s.Client(), []step{
+	transcript(t, resp2Client(t, s), []step{
 		{"CONFIG GET save", []any{"save", ""}},
 		{"CONFIG GET appendonly", []any{"appendonly", "yes"}}, // every write is logged
 		{"CONFIG GET save appendonly", sameSet("save", "", "appendonly", "yes")},
@@ -408,7 +408,7 @@ func TestServerTimeAndFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transcript(t, rdb, []step{
+	transcript(t, resp2Client(t, s), []step{
 		{"MSET a 1 b 2", "OK"},
 		{"FLUSHALL", "OK"},
 		{"DBSIZE", 0},

@@ -606,7 +606,7 @@ func cmdLCS(c *conn, args [][]byte) {
 	case !idx:
 		c.out.Bulk(res.Seq)
 	default:
-		c.out.Array(4)
+		c.out.Map(2)
 		c.out.BulkString("matches")
 		c.out.Array(len(res.Matches))
 		for _, m := range res.Matches {

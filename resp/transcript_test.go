@@ -78,8 +78,10 @@ func transcript(t *testing.T, c doer, steps []step) {
 	}
 }
 
-// compatTranscript runs the steps on a fresh connection to s, flushed
-// first. When
+// compatTranscript runs the steps on a fresh RESP2 connection to s,
+// flushed first: transcripts are written in RESP2's shapes (a RESP3 map
+// would reach them as a Go map), and RESP3's have transcripts of raw
+// bytes (resp3_test.go). When
 // TENURE_TEST_REDIS names a real Redis (host:port; it is flushed), it runs
 // them there too, so a transcript of Redis behaviour can be checked
 // against Redis itself:
@@ -89,7 +91,7 @@ func transcript(t *testing.T, c doer, steps []step) {
 func compatTranscript(t *testing.T, s *resptest.Server, steps []step) {
 	t.Helper()
 	t.Run("tenure", func(t *testing.T) {
-		rdb := s.Client()
+		rdb := resp2Client(t, s)
 		if err := rdb.FlushAll(bg).Err(); err != nil {
 			t.Fatalf("FLUSHALL: %v", err)
 		}
@@ -112,6 +114,14 @@ func compatTranscript(t *testing.T, s *resptest.Server, steps []step) {
 		defer conn.Close()
 		transcript(t, conn, steps)
 	})
+}
+
+// resp2Client is a go-redis client of s that speaks RESP2, for the
+// transcripts; s.Client(), at go-redis's default options, speaks RESP3.
+func resp2Client(t testing.TB, s *resptest.Server) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // splitCommand splits a transcript command into arguments.

@@ -383,9 +383,12 @@ func readReply(br *bufio.Reader) (reply, error) {
 	}
 	v := reply{kind: line[0], str: line[1:]}
 	switch v.kind {
-	case '+', '-', ':':
+	case '+', '-', ':', ',', '#', '(':
 		return v, nil
-	case '$', '*':
+	case '_': // RESP3's null: clients at go-redis's defaults speak RESP3
+		v.null, v.str = true, ""
+		return v, nil
+	case '$', '*', '=', '!', '%', '~', '>':
 		n, err := strconv.Atoi(line[1:])
 		if err != nil {
 			return v, fmt.Errorf("bad length %q", line)
@@ -394,7 +397,7 @@ func readReply(br *bufio.Reader) (reply, error) {
 			v.null, v.str = true, ""
 			return v, nil
 		}
-		if v.kind == '$' {
+		if v.kind == '$' || v.kind == '=' || v.kind == '!' {
 			b := make([]byte, n+2)
 			if _, err := io.ReadFull(br, b); err != nil {
 				return v, err
@@ -403,6 +406,9 @@ func readReply(br *bufio.Reader) (reply, error) {
 			return v, nil
 		}
 		v.str = ""
+		if v.kind == '%' {
+			n *= 2 // a map's keys and values, in turn
+		}
 		for range n {
 			e, err := readReply(br)
 			if err != nil {

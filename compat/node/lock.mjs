@@ -1,4 +1,7 @@
-// Node's redis package (node-redis) against tenure, with raw commands: a
+// Node's redis package (node-redis 6) against tenure, at its default
+// options, with raw commands. Those options speak RESP3: createClient sends
+// HELLO 3 on connect, and LOCK.INFO's reply is a map (a JavaScript object
+// here). A
 // worker holds a lock, renews it on a timer while it works, writes with
 // its fence and releases it; a second worker waits in line on its own
 // connection and gets the key with a larger fence. Run by node.sh, which
@@ -50,10 +53,13 @@ let settled = false;
 waiting.then(() => { settled = true; }, () => { settled = true; });
 for (let i = 0; i < 500; i++) {
   const info = await a.sendCommand(['LOCK.INFO', 'invoices', 'inv-7']);
-  if (info && info[9] === 1) break;
+  if (info && info.waiters === 1) break;
   await sleep(10);
 }
-check('the second worker waits in line', (await a.sendCommand(['LOCK.INFO', 'invoices', 'inv-7']))[9] === 1);
+const info = await a.sendCommand(['LOCK.INFO', 'invoices', 'inv-7']);
+check('LOCK.INFO is a map in RESP3: the second worker waits in line',
+  info.waiters === 1 && info.fence === fence && info.maxhold === -1, info);
+check('CLIENT INFO says the connection speaks RESP3', / resp=3 /.test(await a.sendCommand(['CLIENT', 'INFO'])));
 
 // Renew every ttl/3 on a timer while working for two ttls.
 let renewals = 0;

@@ -119,7 +119,7 @@ func lockStats(t *testing.T, c *redis.Client) map[string]int64 {
 // nobody waits.
 func keyInfo(t *testing.T, c *redis.Client, lock, key string) map[string]int64 {
 	t.Helper()
-	vals, err := c.Do(context.Background(), "LOCK.INFO", lock, key).Slice()
+	v, err := c.Do(context.Background(), "LOCK.INFO", lock, key).Result()
 	if err == redis.Nil {
 		return nil
 	}
@@ -127,8 +127,17 @@ func keyInfo(t *testing.T, c *redis.Client, lock, key string) map[string]int64 {
 		t.Fatalf("LOCK.INFO %s %s: %v", lock, key, err)
 	}
 	out := map[string]int64{}
-	for i := 0; i+1 < len(vals); i += 2 {
-		out[vals[i].(string)] = vals[i+1].(int64)
+	switch v := v.(type) {
+	case map[any]any: // RESP3, go-redis's default
+		for f, n := range v {
+			out[f.(string)] = n.(int64)
+		}
+	case []any: // RESP2: field, value, …
+		for i := 0; i+1 < len(v); i += 2 {
+			out[v[i].(string)] = v[i+1].(int64)
+		}
+	default:
+		t.Fatalf("LOCK.INFO %s %s: %v", lock, key, v)
 	}
 	return out
 }
