@@ -1,5 +1,6 @@
-// Package resp is tenure's network side: it listens for RESP2 clients
-// (redis-cli, go-redis, redis-py, …), reads their requests within SPEC §7's
+// Package resp is tenure's network side: it listens for RESP2 and RESP3
+// clients (redis-cli, go-redis, redis-py, node-redis, …; HELLO 3 switches a
+// connection, SPEC §6), reads their requests within SPEC §7's
 // limits, and answers each with the handler of one row of the command table.
 //
 // It is for turning bytes on a connection into calls on the keyspace
@@ -16,7 +17,7 @@
 //	connloop.go    one connection: read a batch, run it, flush; the watcher of a blocked client
 //	reader.go      RESP requests read with bounded buffers (SPEC §7)
 //	dispatch.go    lookup in the table, arity and role checked once
-//	replies.go     the reply encoder
+//	replies.go     the reply encoder, RESP2 or RESP3 as the connection asked
 //	options.go     the option parser the handlers share
 //	table.go       the command table: name, arity, role, flags, handler
 //	connection.go  PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT
