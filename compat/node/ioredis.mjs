@@ -2,29 +2,12 @@
 // HELLO): hold a lock, write with its fence, release it, and see a write
 // with the old fence refused once a newer holder wrote. Run by node.sh,
 // which starts the server: node ioredis.mjs PORT.
-import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
+
+import { check, rejects, reqid } from './check.mjs';
 
 const port = Number(process.argv[2]);
 
-function check(what, cond, detail = '') {
-  if (!cond) {
-    console.error(`FAIL: ${what} ${JSON.stringify(detail)}`);
-    process.exit(1);
-  }
-  console.log(`ok   ${what}`);
-}
-
-async function rejects(promise) {
-  try {
-    await promise;
-  } catch (err) {
-    return err.message;
-  }
-  return null;
-}
-
-const reqid = () => randomBytes(16).toString('hex');
 const c = new Redis({ host: '127.0.0.1', port });
 console.log(`ioredis against tenure on port ${port}`);
 check('PING', (await c.ping()) === 'PONG');

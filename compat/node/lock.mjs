@@ -1,36 +1,18 @@
 // Node's redis package (node-redis 6) against tenure, at its default
 // options, with raw commands. Those options speak RESP3: createClient sends
 // HELLO 3 on connect, and LOCK.INFO's reply is a map (a JavaScript object
-// here). A
-// worker holds a lock, renews it on a timer while it works, writes with
-// its fence and releases it; a second worker waits in line on its own
+// here). A worker holds a lock, renews it on a timer while it works, writes
+// with its fence and releases it; a second worker waits in line on its own
 // connection and gets the key with a larger fence. Run by node.sh, which
 // starts the server: node lock.mjs PORT.
-import { randomBytes } from 'node:crypto';
 import { createClient } from 'redis';
+
+import { check, rejects, reqid } from './check.mjs';
 
 const port = Number(process.argv[2]);
 const url = `redis://127.0.0.1:${port}`;
 
-function check(what, cond, detail = '') {
-  if (!cond) {
-    console.error(`FAIL: ${what} ${JSON.stringify(detail)}`);
-    process.exit(1);
-  }
-  console.log(`ok   ${what}`);
-}
-
-async function rejects(promise) {
-  try {
-    await promise;
-  } catch (err) {
-    return err.message;
-  }
-  return null;
-}
-
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const reqid = () => randomBytes(16).toString('hex');
 
 const a = createClient({ url });
 const b = createClient({ url }); // a waiter blocks its connection: its own client
