@@ -56,6 +56,7 @@ func (c *change) put(it *item, r record) {
 		c.deadlines += r.expiry
 	}
 	c.writes++
+	it.wrote = true
 	it.cur = slot{present: true, live: true, rec: r}
 }
 
@@ -79,8 +80,11 @@ func (c *change) drop(it *item) {
 		c.deadlines -= old.rec.expiry
 	}
 	c.keys--
-	if !old.live {
+	if old.live {
+		it.wrote = true
+	} else {
 		c.expired++
+		it.expiredDrop = true
 	}
 	it.cur = slot{}
 }
@@ -122,6 +126,11 @@ func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) 
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if s.tx != nil {
+		return s.tx.update(s, [][]byte{key}, withValue, func(c *change, items []item, _ []int) error {
+			return fn(c, &items[0])
+		})
+	}
 	if err := s.refused(); err != nil {
 		return err
 	}
@@ -154,24 +163,13 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if s.tx != nil {
+		return s.tx.update(s, keys, withValue, fn)
+	}
 	if err := s.refused(); err != nil {
 		return err
 	}
-	items := make([]item, 0, len(keys))
-	idx := make([]int, len(keys))
-	seen := make(map[string]int, len(keys))
-	var stripes [numStripes / 64]uint64
-	for i, k := range keys {
-		if j, ok := seen[string(k)]; ok {
-			idx[i] = j
-			continue
-		}
-		seen[string(k)] = len(items)
-		idx[i] = len(items)
-		it, n := s.newItemAt(k)
-		items = append(items, it)
-		stripes[n/64] |= 1 << (n % 64)
-	}
+	items, idx, stripes := s.itemsOf(keys)
 	c := change{db: s.db, now: s.nowMs()}
 	// Ascending order, so that multi-key commands never deadlock.
 	forStripes(&stripes, func(n int) { s.stripes[n].Lock() })
@@ -200,6 +198,26 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 		err = s.settle()
 	}
 	return err
+}
+
+// itemsOf makes one item per distinct key of keys; idx maps each position
+// in keys to its item, and stripes is the set of their stripes.
+func (s *Store) itemsOf(keys [][]byte) (items []item, idx []int, stripes [numStripes / 64]uint64) {
+	items = make([]item, 0, len(keys))
+	idx = make([]int, len(keys))
+	seen := make(map[string]int, len(keys))
+	for i, k := range keys {
+		if j, ok := seen[string(k)]; ok {
+			idx[i] = j
+			continue
+		}
+		seen[string(k)] = len(items)
+		idx[i] = len(items)
+		it, n := s.newItemAt(k)
+		items = append(items, it)
+		stripes[n/64] |= 1 << (n % 64)
+	}
+	return items, idx, stripes
 }
 
 func forStripes(set *[numStripes / 64]uint64, f func(n int)) {

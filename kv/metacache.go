@@ -17,7 +17,10 @@ import (
 type stripe struct {
 	sync.Mutex
 	meta map[string]keyMeta // guarded by the mutex; see remember
-	_    [48]byte
+	// watched holds the WATCHes of its keys (see Watch); guarded by the
+	// mutex, nil until a key is watched.
+	watched map[string][]*watchEntry
+	_       [40]byte
 }
 
 // keyMeta is what the store remembers of a key that is on disk: all a write
@@ -57,6 +60,10 @@ type item struct {
 	key, dk []byte
 	st      *stripe
 	cur     slot
+	// What the command did to it, for its watchers (see touchWatched):
+	// wrote, a put or the delete of a live record; expiredDrop, the delete
+	// of an expired one.
+	wrote, expiredDrop bool
 }
 
 func (s *Store) newItem(key []byte) item {
@@ -78,6 +85,9 @@ func (s *Store) newItemAt(key []byte) (item, int) {
 // withValue is set and left nil otherwise; without it, a key whose metadata
 // the stripe remembers is not read from Pebble at all.
 func (s *Store) load(it *item, now int64, withValue bool) error {
+	if s.tx != nil {
+		return s.tx.load(it, withValue)
+	}
 	if m, ok := it.st.meta[string(it.key)]; ok && !withValue {
 		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence}}
 		return nil
@@ -127,11 +137,17 @@ func (s *Store) remember(it *item) {
 	m[string(it.key)] = km
 }
 
-// committed brings the metadata cache in step with it once the commit of
-// its change returned: what was written is remembered; after a failed
-// commit the key is forgotten, since what is on disk is in doubt. The
-// caller holds its stripe.
+// committed brings the metadata cache and the watchers in step with it
+// once the commit of its change returned: what was written is remembered;
+// after a failed commit the key is forgotten, since what is on disk is in
+// doubt, and its watchers are told it was touched, for the same reason.
+// The caller holds its stripe.
 func (s *Store) committed(it *item, err error) {
+	if it.wrote || it.expiredDrop {
+		if len(it.st.watched) != 0 {
+			s.touchWatched(it)
+		}
+	}
 	if err != nil {
 		delete(it.st.meta, string(it.key))
 		return

@@ -1,0 +1,246 @@
+package kv
+
+// Transactions (MULTI/EXEC): several commands run as one, their writes
+// reaching Pebble in one batch, with no other write in between.
+
+import (
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// errNestedTx is what Tx answers when called on a transaction's view.
+var errNestedTx = errors.New("kv: a transaction cannot run inside another")
+
+// txn is a transaction under way: the writes of its commands so far, in an
+// indexed batch that its commands read through to Pebble, and what is to
+// be done to the counters, the metadata cache and the watchers once that
+// batch has committed.
+type txn struct {
+	b   *pebble.Batch
+	now int64 // one instant for the whole transaction
+
+	// Counter changes since the start, or since the last FLUSHALL inside
+	// the transaction (flushed): the keyspace counts from 0 after it.
+	keys, withExpiry, expired int64
+	flushed                   bool
+	flushHits                 []*watchEntry // watched keys a FLUSHALL inside met on disk
+
+	touched map[string]int // key to its index in items
+	items   []item         // each key written, as it is after the transaction, without its value
+	wrote   bool           // the batch committed something
+}
+
+// Tx runs fn as one transaction, for EXEC: fn calls the methods of the
+// view it is given as it would call s's, each seeing what the ones before
+// it wrote, and everything they wrote is committed to Pebble in one batch
+// once fn returns: all of it or, if the commit fails, none. A method that
+// fails inside (a value that is not a number, a fence refused) changes
+// nothing and does not stop the others, as in Redis; only a failed commit
+// fails Tx.
+//
+// Every stripe is held from the watch check to the commit, so that no
+// other write falls between the transaction's commands; reads go on
+// meanwhile and see the transaction whole or not at all, as the batch
+// commits at one sequence number. The whole transaction runs at one
+// instant: expiry inside it is judged at the time it started.
+//
+// With w not nil, Tx first checks w (see Watch): if one of its keys was
+// touched since it was watched, or expired, fn does not run and Tx
+// reports ran false. Tx leaves w as it is; the caller unwatches.
+//
+// fn must not call Tx, Watch or Close on its view, nor keep the view after
+// it returns.
+func (s *Store) Tx(w *Watch, fn func(tx *Store)) (ran bool, err error) {
+	if s.tx != nil {
+		return false, errNestedTx
+	}
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	ran, wrote, err := s.runTx(w, fn)
+	if err == nil && wrote {
+		err = s.settle()
+	}
+	if err != nil {
+		return ran, wrap("exec", err)
+	}
+	return ran, nil
+}
+
+// runTx is Tx with every stripe held, released however fn ends.
+func (s *Store) runTx(w *Watch, fn func(tx *Store)) (ran, wrote bool, err error) {
+	for i := range s.stripes {
+		s.stripes[i].Lock() // in ascending order, as updateMany takes them
+	}
+	defer func() {
+		for i := range s.stripes {
+			s.stripes[i].Unlock()
+		}
+	}()
+	now := s.nowMs()
+	if w != nil {
+		broken, err := s.watchBroken(w, now)
+		if err != nil || broken {
+			return false, false, err
+		}
+	}
+	t := &txn{b: s.db.NewIndexedBatch(), now: now}
+	defer t.b.Close()
+	fn(&Store{keyspace: s.keyspace, tx: t})
+	err = t.commit(s)
+	return true, t.wrote, err
+}
+
+// commit commits t's batch, if it holds anything, and then applies its
+// counters and brings the metadata cache and the watchers in step. The
+// caller holds every stripe.
+func (t *txn) commit(s *Store) error {
+	if t.b.Empty() {
+		return nil
+	}
+	if err := s.commit(t.b, pebble.NoSync); err != nil {
+		// What is on disk is in doubt: forget what the cache says of
+		// the keys written, and let their watchers fail.
+		for i := range t.items {
+			s.committed(&t.items[i], err)
+		}
+		return err
+	}
+	t.wrote = true
+	if t.flushed {
+		s.keys.Store(t.keys)
+		s.keysWithExpiry.Store(t.withExpiry)
+		for i := range s.stripes {
+			clear(s.stripes[i].meta)
+		}
+		touchFlushed(t.flushHits)
+		for i := range t.items {
+			s.touchWatched(&t.items[i])
+		}
+	} else {
+		s.keys.Add(t.keys)
+		s.keysWithExpiry.Add(t.withExpiry)
+		for i := range t.items {
+			s.committed(&t.items[i], nil)
+		}
+	}
+	if t.expired != 0 {
+		s.expiredTotal.Add(t.expired)
+	}
+	s.markDirty()
+	return nil
+}
+
+// update is Store.update inside a transaction: the stripes are held
+// already, keys are read through the transaction's batch, and what fn
+// writes goes into that batch instead of Pebble. A command that fails
+// leaves the batch as it was.
+func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change, items []item, idx []int) error) error {
+	if err := s.refused(); err != nil {
+		return err
+	}
+	items, idx, _ := s.itemsOf(keys)
+	c := change{db: s.db, now: t.now}
+	defer c.close()
+	for i := range items {
+		if err := t.load(&items[i], withValue); err != nil {
+			return err
+		}
+		if items[i].cur.present && !items[i].cur.live {
+			c.drop(&items[i])
+		}
+	}
+	if err := fn(&c, items, idx); err != nil {
+		return err
+	}
+	if c.b == nil {
+		return nil
+	}
+	if err := t.b.Apply(c.b, nil); err != nil {
+		return err
+	}
+	t.keys += c.keys
+	t.withExpiry += c.withExpiry
+	t.expired += c.expired
+	for i := range items {
+		t.note(&items[i])
+	}
+	return nil
+}
+
+// load is Store.load inside a transaction: through the batch, and never
+// from or into the metadata cache, which knows only what is committed.
+func (t *txn) load(it *item, withValue bool) error {
+	rec, closer, found, err := getRecord(t.b, it.dk)
+	if err != nil || !found {
+		it.cur = slot{}
+		return err
+	}
+	if withValue {
+		rec.value = clone(rec.value)
+	} else {
+		rec.value = nil
+	}
+	_ = closer.Close()
+	it.cur = slot{present: true, live: !expiredAt(rec.expiry, t.now), rec: rec}
+	return nil
+}
+
+// note remembers it, which a command of the transaction wrote, for the
+// commit.
+func (t *txn) note(it *item) {
+	if !it.wrote && !it.expiredDrop {
+		return
+	}
+	kept := *it
+	kept.cur.rec.value = nil
+	if t.touched == nil {
+		t.touched = map[string]int{}
+	}
+	j, ok := t.touched[string(it.key)]
+	if !ok {
+		t.touched[string(it.key)] = len(t.items)
+		t.items = append(t.items, kept)
+		return
+	}
+	prev := &t.items[j]
+	kept.wrote = kept.wrote || prev.wrote
+	kept.expiredDrop = kept.expiredDrop || prev.expiredDrop
+	*prev = kept
+}
+
+// flushAll is FLUSHALL inside a transaction.
+func (t *txn) flushAll(s *Store) error {
+	if err := s.refused(); err != nil {
+		return err
+	}
+	hits, err := s.flushWatched(t.b)
+	if err != nil {
+		return err
+	}
+	if err := t.b.DeleteRange(userSpanStart, userSpanEnd, nil); err != nil {
+		return err
+	}
+	t.flushHits = append(t.flushHits, hits...)
+	t.flushed = true
+	t.keys, t.withExpiry = 0, 0
+	return nil
+}
+
+// dbSize is DBSIZE inside a transaction.
+func (t *txn) dbSize(s *Store) int64 {
+	if t.flushed {
+		return t.keys
+	}
+	return s.keys.Load() + t.keys
+}
+
+// reader is where s's reads look: Pebble, or inside a transaction its
+// batch, read through to Pebble.
+func (s *Store) reader() pebble.Reader {
+	if s.tx != nil {
+		return s.tx.b
+	}
+	return s.db
+}
