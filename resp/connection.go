@@ -149,6 +149,7 @@ func (c *conn) authenticate(user, password []byte) bool {
 }
 
 func cmdReset(c *conn, args [][]byte) {
+	c.endTx()
 	c.mu.Lock()
 	c.name = ""
 	c.noEvict, c.noTouch = false, false
