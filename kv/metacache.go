@@ -92,7 +92,16 @@ func (s *Store) load(it *item, now int64, withValue bool) error {
 		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence}}
 		return nil
 	}
-	rec, closer, found, err := getRecord(s.db, it.dk)
+	if err := loadFrom(s.db, it, now, withValue); err != nil || !it.cur.present {
+		return err
+	}
+	s.remember(it)
+	return nil
+}
+
+// loadFrom reads it.cur from r, the value copied when withValue is set.
+func loadFrom(r pebble.Reader, it *item, now int64, withValue bool) error {
+	rec, closer, found, err := getRecord(r, it.dk)
 	if err != nil || !found {
 		it.cur = slot{}
 		return err
@@ -104,7 +113,6 @@ func (s *Store) load(it *item, now int64, withValue bool) error {
 	}
 	_ = closer.Close()
 	it.cur = slot{present: true, live: !expiredAt(rec.expiry, now), rec: rec}
-	s.remember(it)
 	return nil
 }
 

@@ -172,19 +172,7 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 // load is Store.load inside a transaction: through the batch, and never
 // from or into the metadata cache, which knows only what is committed.
 func (t *txn) load(it *item, withValue bool) error {
-	rec, closer, found, err := getRecord(t.b, it.dk)
-	if err != nil || !found {
-		it.cur = slot{}
-		return err
-	}
-	if withValue {
-		rec.value = clone(rec.value)
-	} else {
-		rec.value = nil
-	}
-	_ = closer.Close()
-	it.cur = slot{present: true, live: !expiredAt(rec.expiry, t.now), rec: rec}
-	return nil
+	return loadFrom(t.b, it, t.now, withValue)
 }
 
 // note remembers it, which a command of the transaction wrote, for the

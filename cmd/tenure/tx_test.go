@@ -6,9 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -49,17 +47,7 @@ func testKillLeavesTransactionsWhole(t *testing.T, bin, mode string) {
 			}
 		}()
 	}
-	for start := time.Now(); time.Since(start) < 1500*time.Millisecond && count.Load() < 5000; {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	srv.wait(10 * time.Second)
-	if count.Load() == 0 {
-		t.Fatalf("no EXEC was answered before the kill\n%s", srv.stderr())
-	}
+	srv.killMidStream(&count, 5000, &wg)
 
 	again := startChild(t, bin, "--fsync", mode, "--addr", "127.0.0.1:0", "--dir", dir)
 	rdb := again.client()
