@@ -56,8 +56,10 @@ func (c *change) put(it *item, r record) {
 		c.deadlines += r.expiry
 	}
 	c.writes++
-	it.wrote = true
 	it.cur = slot{present: true, live: true, rec: r}
+	if len(it.st.watched) != 0 {
+		touchWatched(it.st, it.key, false)
+	}
 }
 
 // del deletes it.key's record and its expiry index entry.
@@ -80,13 +82,13 @@ func (c *change) drop(it *item) {
 		c.deadlines -= old.rec.expiry
 	}
 	c.keys--
-	if old.live {
-		it.wrote = true
-	} else {
+	if !old.live {
 		c.expired++
-		it.expiredDrop = true
 	}
 	it.cur = slot{}
+	if len(it.st.watched) != 0 {
+		touchWatched(it.st, it.key, !old.live)
+	}
 }
 
 // apply commits c (see commandWriteOptions) and applies its counters. The
@@ -99,6 +101,13 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 	if err := s.commit(c.b, s.commandWriteOptions()); err != nil {
 		return false, err
 	}
+	s.count(c)
+	return c.writes > 0, nil
+}
+
+// count applies c's counter changes once its batch (or the transaction's
+// batch that holds it) has committed.
+func (s *Store) count(c *change) {
 	s.keys.Add(c.keys)
 	if c.withExpiry != 0 || c.deadlines != 0 {
 		s.keysWithExpiry.Add(c.withExpiry)
@@ -108,7 +117,15 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 		s.expiredTotal.Add(c.expired)
 	}
 	s.markDirty()
-	return c.writes > 0, nil
+}
+
+// add adds the counter changes of d to c's.
+func (c *change) add(d *change) {
+	c.writes += d.writes
+	c.keys += d.keys
+	c.withExpiry += d.withExpiry
+	c.expired += d.expired
+	c.deadlines += d.deadlines
 }
 
 func (c *change) close() {

@@ -411,7 +411,7 @@ func (s *Store) RandomKey() (key []byte, ok bool, err error) {
 // walkUntil calls f with each live key from hash cursor on, in hash order,
 // until f returns false.
 func (s *Store) walkUntil(cursor uint64, f func(key []byte) bool) error {
-	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: hashPrefix(cursor), UpperBound: []byte{nsExpiry}})
+	iter, err := s.reader().NewIter(&pebble.IterOptions{LowerBound: hashPrefix(cursor), UpperBound: []byte{nsExpiry}})
 	if err != nil {
 		return err
 	}

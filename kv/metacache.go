@@ -60,10 +60,6 @@ type item struct {
 	key, dk []byte
 	st      *stripe
 	cur     slot
-	// What the command did to it, for its watchers (see touchWatched):
-	// wrote, a put or the delete of a live record; expiredDrop, the delete
-	// of an expired one.
-	wrote, expiredDrop bool
 }
 
 func (s *Store) newItem(key []byte) item {
@@ -145,17 +141,11 @@ func (s *Store) remember(it *item) {
 	m[string(it.key)] = km
 }
 
-// committed brings the metadata cache and the watchers in step with it
-// once the commit of its change returned: what was written is remembered;
-// after a failed commit the key is forgotten, since what is on disk is in
-// doubt, and its watchers are told it was touched, for the same reason.
-// The caller holds its stripe.
+// committed brings the metadata cache in step with it once the commit of
+// its change returned: what was written is remembered; after a failed
+// commit the key is forgotten, since what is on disk is in doubt. The
+// caller holds its stripe.
 func (s *Store) committed(it *item, err error) {
-	if it.wrote || it.expiredDrop {
-		if len(it.st.watched) != 0 {
-			s.touchWatched(it)
-		}
-	}
 	if err != nil {
 		delete(it.st.meta, string(it.key))
 		return

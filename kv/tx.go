@@ -14,20 +14,21 @@ var errNestedTx = errors.New("kv: a transaction cannot run inside another")
 
 // txn is a transaction under way: the writes of its commands so far, in an
 // indexed batch that its commands read through to Pebble, and what is to
-// be done to the counters, the metadata cache and the watchers once that
-// batch has committed.
+// be done to the counters and the metadata cache once that batch has
+// committed. (Watchers are touched as the commands write, as outside a
+// transaction: see Watch.)
 type txn struct {
 	b   *pebble.Batch
 	now int64 // one instant for the whole transaction
 
-	// Counter changes since the start, or since the last FLUSHALL inside
-	// the transaction (flushed): the keyspace counts from 0 after it.
-	keys, withExpiry, expired int64
-	flushed                   bool
-	flushHits                 []*watchEntry // watched keys a FLUSHALL inside met on disk
+	// counts holds the counter changes since the start, or since the last
+	// FLUSHALL inside the transaction (flushed): the keyspace counts from
+	// 0 after it.
+	counts  change
+	flushed bool
 
 	touched map[string]int // key to its index in items
-	items   []item         // each key written, as it is after the transaction, without its value
+	items   []item         // each key met, as it is after the transaction, without its value
 	wrote   bool           // the batch committed something
 }
 
@@ -99,36 +100,28 @@ func (t *txn) commit(s *Store) error {
 	if t.b.Empty() {
 		return nil
 	}
-	if err := s.commit(t.b, pebble.NoSync); err != nil {
-		// What is on disk is in doubt: forget what the cache says of
-		// the keys written, and let their watchers fail.
+	err := s.commit(t.b, s.commandWriteOptions())
+	if t.flushed {
+		// After FLUSHALL (or a failed commit of one: the disk is in
+		// doubt) the cache holds nothing, as after FlushAll.
+		for i := range s.stripes {
+			clear(s.stripes[i].meta)
+		}
+	} else {
 		for i := range t.items {
 			s.committed(&t.items[i], err)
 		}
+	}
+	if err != nil {
 		return err
 	}
 	t.wrote = true
 	if t.flushed {
-		s.keys.Store(t.keys)
-		s.keysWithExpiry.Store(t.withExpiry)
-		for i := range s.stripes {
-			clear(s.stripes[i].meta)
-		}
-		touchFlushed(t.flushHits)
-		for i := range t.items {
-			s.touchWatched(&t.items[i])
-		}
-	} else {
-		s.keys.Add(t.keys)
-		s.keysWithExpiry.Add(t.withExpiry)
-		for i := range t.items {
-			s.committed(&t.items[i], nil)
-		}
+		s.keys.Store(0)
+		s.keysWithExpiry.Store(0)
+		s.deadlineSum.Store(0)
 	}
-	if t.expired != 0 {
-		s.expiredTotal.Add(t.expired)
-	}
-	s.markDirty()
+	s.count(&t.counts)
 	return nil
 }
 
@@ -160,9 +153,7 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 	if err := t.b.Apply(c.b, nil); err != nil {
 		return err
 	}
-	t.keys += c.keys
-	t.withExpiry += c.withExpiry
-	t.expired += c.expired
+	t.counts.add(&c)
 	for i := range items {
 		t.note(&items[i])
 	}
@@ -175,12 +166,10 @@ func (t *txn) load(it *item, withValue bool) error {
 	return loadFrom(t.b, it, t.now, withValue)
 }
 
-// note remembers it, which a command of the transaction wrote, for the
-// commit.
+// note remembers it, met by a command of the transaction that wrote, for
+// the commit: the last state noted of a key is its state after the
+// transaction.
 func (t *txn) note(it *item) {
-	if !it.wrote && !it.expiredDrop {
-		return
-	}
 	kept := *it
 	kept.cur.rec.value = nil
 	if t.touched == nil {
@@ -192,10 +181,7 @@ func (t *txn) note(it *item) {
 		t.items = append(t.items, kept)
 		return
 	}
-	prev := &t.items[j]
-	kept.wrote = kept.wrote || prev.wrote
-	kept.expiredDrop = kept.expiredDrop || prev.expiredDrop
-	*prev = kept
+	t.items[j] = kept
 }
 
 // flushAll is FLUSHALL inside a transaction.
@@ -210,18 +196,19 @@ func (t *txn) flushAll(s *Store) error {
 	if err := t.b.DeleteRange(userSpanStart, userSpanEnd, nil); err != nil {
 		return err
 	}
-	t.flushHits = append(t.flushHits, hits...)
+	touchFlushed(hits)
 	t.flushed = true
-	t.keys, t.withExpiry = 0, 0
+	t.items, t.touched = nil, nil
+	t.counts = change{expired: t.counts.expired}
 	return nil
 }
 
 // dbSize is DBSIZE inside a transaction.
 func (t *txn) dbSize(s *Store) int64 {
 	if t.flushed {
-		return t.keys
+		return t.counts.keys
 	}
-	return s.keys.Load() + t.keys
+	return s.keys.Load() + t.counts.keys
 }
 
 // reader is where s's reads look: Pebble, or inside a transaction its

@@ -92,11 +92,15 @@ func (s *Store) Unwatch(w *Watch) {
 	w.dirty.Store(false)
 }
 
-// touchWatched marks the watchers of it, which a command wrote or deleted
-// as expired, as touched. The caller holds its stripe.
-func (s *Store) touchWatched(it *item) {
-	for _, e := range it.st.watched[string(it.key)] {
-		if e.expired && !it.wrote && !it.cur.present {
+// touchWatched marks the watchers of key, which a command writes, as
+// touched; expiredDelete says the write deletes the key as expired. It is
+// called as the write goes into the command's batch, before the commit: a
+// commit that then fails, or a command that fails after writing, leaves
+// the watchers touched, which can only abort an EXEC that might have run.
+// The caller holds st, key's stripe.
+func touchWatched(st *stripe, key []byte, expiredDelete bool) {
+	for _, e := range st.watched[string(key)] {
+		if expiredDelete && e.expired {
 			e.expired = false // an expired key deleted: no logical change
 			continue
 		}

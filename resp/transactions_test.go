@@ -66,6 +66,22 @@ var transactionSteps = []step{
 	{"DBSIZE", "QUEUED"},
 	{"EXEC", []any{"OK", "OK", nil, "OK", 1}},
 	{"GET k", nil},
+	// Every family runs inside, each command seeing the ones before.
+	{"MULTI", "OK"},
+	{"SET src ohmytext", "QUEUED"},
+	{"COPY src dst", "QUEUED"},
+	{"APPEND dst 2", "QUEUED"},
+	{"LCS src dst", "QUEUED"},
+	{"SETBIT c 7 1", "QUEUED"},
+	{"BITCOUNT c", "QUEUED"},
+	{"EXPIREAT c 4102444800", "QUEUED"},
+	{"EXPIRETIME c", "QUEUED"},
+	{"TOUCH src dst c d", "QUEUED"},
+	{"OBJECT ENCODING src", "QUEUED"},
+	{"MGET src dst", "QUEUED"},
+	{"DEL src dst c", "QUEUED"},
+	{"RANDOMKEY", "QUEUED"},
+	{"EXEC", []any{"OK", 1, 9, "ohmytext", 0, 1, 1, 4102444800, 3, "embstr", []any{"ohmytext", "ohmytext2"}, 3, "b"}},
 
 	// WATCH: the connection's own write before MULTI aborts EXEC too.
 	{"SET k 5", "OK"},
