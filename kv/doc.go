@@ -65,8 +65,8 @@
 // indexed batch that they read through, and it commits once, so that on
 // disk and to readers it is all there or not at all; the metadata cache
 // learns of its writes only once that commit succeeded. WATCH (Watch)
-// keeps a list of watchers in each stripe, touched under the stripe by
-// the write that commits, and checked by Tx with every stripe held.
+// keeps a list of watchers in each stripe, touched under the stripe as a
+// write is made, and checked by Tx with every stripe held.
 //
 // Each stripe also remembers, for up to Options.MetaCacheKeys keys in all,
 // what a write needs to know of a key besides its value: that it is on disk,
