@@ -57,6 +57,9 @@ func (c *change) put(it *item, r record) {
 	}
 	c.writes++
 	it.cur = slot{present: true, live: true, rec: r}
+	if len(it.st.watched) != 0 {
+		touchWatched(it.st, it.key, false)
+	}
 }
 
 // del deletes it.key's record and its expiry index entry.
@@ -83,6 +86,9 @@ func (c *change) drop(it *item) {
 		c.expired++
 	}
 	it.cur = slot{}
+	if len(it.st.watched) != 0 {
+		touchWatched(it.st, it.key, !old.live)
+	}
 }
 
 // apply commits c (see commandWriteOptions) and applies its counters. The
@@ -95,6 +101,13 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 	if err := s.commit(c.b, s.commandWriteOptions()); err != nil {
 		return false, err
 	}
+	s.count(c)
+	return c.writes > 0, nil
+}
+
+// count applies c's counter changes once its batch (or the transaction's
+// batch that holds it) has committed.
+func (s *Store) count(c *change) {
 	s.keys.Add(c.keys)
 	if c.withExpiry != 0 || c.deadlines != 0 {
 		s.keysWithExpiry.Add(c.withExpiry)
@@ -104,7 +117,15 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 		s.expiredTotal.Add(c.expired)
 	}
 	s.markDirty()
-	return c.writes > 0, nil
+}
+
+// add adds the counter changes of d to c's.
+func (c *change) add(d *change) {
+	c.writes += d.writes
+	c.keys += d.keys
+	c.withExpiry += d.withExpiry
+	c.expired += d.expired
+	c.deadlines += d.deadlines
 }
 
 func (c *change) close() {
@@ -121,6 +142,11 @@ func (c *change) close() {
 func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) error) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if s.tx != nil {
+		return s.tx.update(s, [][]byte{key}, withValue, func(c *change, items []item, _ []int) error {
+			return fn(c, &items[0])
+		})
 	}
 	if err := s.refused(); err != nil {
 		return err
@@ -154,24 +180,13 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if s.tx != nil {
+		return s.tx.update(s, keys, withValue, fn)
+	}
 	if err := s.refused(); err != nil {
 		return err
 	}
-	items := make([]item, 0, len(keys))
-	idx := make([]int, len(keys))
-	seen := make(map[string]int, len(keys))
-	var stripes [numStripes / 64]uint64
-	for i, k := range keys {
-		if j, ok := seen[string(k)]; ok {
-			idx[i] = j
-			continue
-		}
-		seen[string(k)] = len(items)
-		idx[i] = len(items)
-		it, n := s.newItemAt(k)
-		items = append(items, it)
-		stripes[n/64] |= 1 << (n % 64)
-	}
+	items, idx, stripes := s.itemsOf(keys)
 	c := change{db: s.db, now: s.nowMs()}
 	// Ascending order, so that multi-key commands never deadlock.
 	forStripes(&stripes, func(n int) { s.stripes[n].Lock() })
@@ -200,6 +215,26 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 		err = s.settle()
 	}
 	return err
+}
+
+// itemsOf makes one item per distinct key of keys; idx maps each position
+// in keys to its item, and stripes is the set of their stripes.
+func (s *Store) itemsOf(keys [][]byte) (items []item, idx []int, stripes [numStripes / 64]uint64) {
+	items = make([]item, 0, len(keys))
+	idx = make([]int, len(keys))
+	seen := make(map[string]int, len(keys))
+	for i, k := range keys {
+		if j, ok := seen[string(k)]; ok {
+			idx[i] = j
+			continue
+		}
+		seen[string(k)] = len(items)
+		idx[i] = len(items)
+		it, n := s.newItemAt(k)
+		items = append(items, it)
+		stripes[n/64] |= 1 << (n % 64)
+	}
+	return items, idx, stripes
 }
 
 func forStripes(set *[numStripes / 64]uint64, f func(n int)) {

@@ -60,6 +60,14 @@
 // replies of an event-loop turn after that turn's fsync, never shows such a
 // write before it is on disk.
 //
+// A transaction (Tx, for MULTI/EXEC) holds every stripe, in ascending
+// order, from its first command to its commit: its commands write into one
+// indexed batch that they read through, and it commits once, so that on
+// disk and to readers it is all there or not at all; the metadata cache
+// learns of its writes only once that commit succeeded. WATCH (Watch)
+// keeps a list of watchers in each stripe, touched under the stripe as a
+// write is made, and checked by Tx with every stripe held.
+//
 // Each stripe also remembers, for up to Options.MetaCacheKeys keys in all,
 // what a write needs to know of a key besides its value: that it is on disk,
 // its deadline and its fence. Every write goes through a stripe, so the

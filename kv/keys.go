@@ -64,7 +64,7 @@ func (s *Store) peek(key []byte, now int64) (bool, error) {
 }
 
 func (s *Store) expiryOf(key []byte) (expiry int64, found bool, err error) {
-	rec, closer, found, err := getRecord(s.db, dataKey(hashKey(key), key))
+	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
 	if err != nil || !found {
 		return 0, false, err
 	}
@@ -246,7 +246,7 @@ func (s *Store) walk(cursor uint64, count int, f func(key []byte)) error {
 // that hash; *next is 0 when the keyspace is exhausted. key aliases Pebble's
 // memory for the duration of the call.
 func (s *Store) walkFrom(cursor uint64, count int, next *uint64, f func(key []byte)) error {
-	iter, err := s.db.NewIter(&pebble.IterOptions{
+	iter, err := s.reader().NewIter(&pebble.IterOptions{
 		LowerBound: hashPrefix(cursor),
 		UpperBound: []byte{nsExpiry},
 	})
@@ -411,7 +411,7 @@ func (s *Store) RandomKey() (key []byte, ok bool, err error) {
 // walkUntil calls f with each live key from hash cursor on, in hash order,
 // until f returns false.
 func (s *Store) walkUntil(cursor uint64, f func(key []byte) bool) error {
-	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: hashPrefix(cursor), UpperBound: []byte{nsExpiry}})
+	iter, err := s.reader().NewIter(&pebble.IterOptions{LowerBound: hashPrefix(cursor), UpperBound: []byte{nsExpiry}})
 	if err != nil {
 		return err
 	}

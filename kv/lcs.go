@@ -28,8 +28,12 @@ func (s *Store) LCS(key1, key2 []byte, idx bool, minMatchLen int64) (LCSResult, 
 	if s.closed.Load() {
 		return LCSResult{}, ErrClosed
 	}
-	snap := s.db.NewSnapshot()
-	defer snap.Close()
+	snap := s.reader() // inside a transaction nothing else writes
+	if s.tx == nil {
+		ss := s.db.NewSnapshot()
+		defer ss.Close()
+		snap = ss
+	}
 	a, err := s.snapshotValue(snap, key1)
 	if err != nil {
 		return LCSResult{}, wrap("lcs", err)
@@ -47,7 +51,7 @@ func (s *Store) LCS(key1, key2 []byte, idx bool, minMatchLen int64) (LCSResult, 
 
 // snapshotValue reads key's live value from snap, nil when missing, and
 // counts the lookup. An expired key reads as missing; the sweep deletes it.
-func (s *Store) snapshotValue(snap *pebble.Snapshot, key []byte) ([]byte, error) {
+func (s *Store) snapshotValue(snap pebble.Reader, key []byte) ([]byte, error) {
 	rec, closer, found, err := getRecord(snap, dataKey(hashKey(key), key))
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 	if s.closed.Load() {
 		return false, ErrClosed
 	}
-	rec, closer, found, err := getRecord(s.db, dataKey(hashKey(key), key))
+	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
 	if err != nil {
 		return false, err
 	}

@@ -17,7 +17,10 @@ import (
 type stripe struct {
 	sync.Mutex
 	meta map[string]keyMeta // guarded by the mutex; see remember
-	_    [48]byte
+	// watched holds the WATCHes of its keys (see Watch); guarded by the
+	// mutex, nil until a key is watched.
+	watched map[string][]*watchEntry
+	_       [40]byte
 }
 
 // keyMeta is what the store remembers of a key that is on disk: all a write
@@ -78,11 +81,23 @@ func (s *Store) newItemAt(key []byte) (item, int) {
 // withValue is set and left nil otherwise; without it, a key whose metadata
 // the stripe remembers is not read from Pebble at all.
 func (s *Store) load(it *item, now int64, withValue bool) error {
+	if s.tx != nil {
+		return s.tx.load(it, withValue)
+	}
 	if m, ok := it.st.meta[string(it.key)]; ok && !withValue {
 		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence}}
 		return nil
 	}
-	rec, closer, found, err := getRecord(s.db, it.dk)
+	if err := loadFrom(s.db, it, now, withValue); err != nil || !it.cur.present {
+		return err
+	}
+	s.remember(it)
+	return nil
+}
+
+// loadFrom reads it.cur from r, the value copied when withValue is set.
+func loadFrom(r pebble.Reader, it *item, now int64, withValue bool) error {
+	rec, closer, found, err := getRecord(r, it.dk)
 	if err != nil || !found {
 		it.cur = slot{}
 		return err
@@ -94,7 +109,6 @@ func (s *Store) load(it *item, now int64, withValue bool) error {
 	}
 	_ = closer.Close()
 	it.cur = slot{present: true, live: !expiredAt(rec.expiry, now), rec: rec}
-	s.remember(it)
 	return nil
 }
 

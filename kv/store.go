@@ -47,7 +47,18 @@ const (
 // Store is the keyspace. Its methods are safe for concurrent use. Close must
 // not be called while other calls are running; calls after Close return
 // ErrClosed.
+//
+// The Store that Tx passes to its function is a view of the same keyspace
+// inside one transaction (see tx.go): its commands read what the
+// transaction wrote so far, and their writes reach Pebble at the end, all
+// in one batch.
 type Store struct {
+	*keyspace
+	tx *txn // nil but in a transaction's view
+}
+
+// keyspace is what a Store and its transactions' views share.
+type keyspace struct {
 	db            *pebble.DB
 	dir           string
 	fsync         FsyncMode
@@ -92,14 +103,14 @@ type Store struct {
 // with FsyncEverysec, the syncer. It does not bump the epoch: call BumpEpoch
 // before serving locks (LOCK-10).
 func Open(dir string, o Options) (*Store, error) {
-	s := &Store{
+	s := &Store{keyspace: &keyspace{
 		dir:           dir,
 		fsync:         o.Fsync,
 		log:           o.Logger,
 		now:           o.Now,
 		sweepInterval: o.SweepInterval,
 		stop:          make(chan struct{}),
-	}
+	}}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -256,6 +267,9 @@ func (s *Store) DBSize() (int64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
+	if s.tx != nil {
+		return s.tx.dbSize(s), nil
+	}
 	return s.keys.Load(), nil
 }
 
@@ -264,11 +278,17 @@ func (s *Store) FlushAll() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if s.tx != nil {
+		return wrap("flushall", s.tx.flushAll(s))
+	}
 	for i := range s.stripes {
 		s.stripes[i].Lock()
 	}
 	b := s.db.NewBatch()
-	err := b.DeleteRange(userSpanStart, userSpanEnd, nil)
+	hits, err := s.flushWatched(s.db)
+	if err == nil {
+		err = b.DeleteRange(userSpanStart, userSpanEnd, nil)
+	}
 	if err == nil {
 		err = s.commit(b, s.commandWriteOptions())
 	}
@@ -276,6 +296,7 @@ func (s *Store) FlushAll() error {
 		clear(s.stripes[i].meta) // after a failed commit too: the disk is in doubt
 	}
 	if err == nil {
+		touchFlushed(hits)
 		s.keys.Store(0)
 		s.keysWithExpiry.Store(0)
 		s.deadlineSum.Store(0)
@@ -300,7 +321,14 @@ func (s *Store) markDirty() {
 	}
 }
 
-func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
+// nowMs is the time expiry is judged at: now, or inside a transaction the
+// instant it started.
+func (s *Store) nowMs() int64 {
+	if s.tx != nil {
+		return s.tx.now
+	}
+	return s.now().UnixMilli()
+}
 
 // pebbleLogger adapts slog to Pebble's Logger.
 type pebbleLogger struct{ l *slog.Logger }

@@ -6,8 +6,6 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/tenure-db/tenure/internal/redistext"
 )
 
@@ -105,7 +103,7 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 	}
 	h := hashKey(key)
 	dk := dataKey(h, key)
-	rec, closer, found, err := getRecord(s.db, dk)
+	rec, closer, found, err := getRecord(s.reader(), dk)
 	if err != nil {
 		return nil, false, wrap("get", err)
 	}
@@ -193,8 +191,8 @@ func (s *Store) MGet(keys [][]byte) ([][]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	var r pebble.Reader = s.db
-	if len(keys) > 1 {
+	r := s.reader()
+	if s.tx == nil && len(keys) > 1 {
 		snap := s.db.NewSnapshot()
 		defer snap.Close()
 		r = snap
@@ -371,7 +369,7 @@ func (s *Store) StrLen(key []byte) (int64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
-	rec, closer, found, err := getRecord(s.db, dataKey(hashKey(key), key))
+	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
 	if err != nil {
 		return 0, wrap("strlen", err)
 	}
@@ -396,7 +394,7 @@ func (s *Store) GetRange(key []byte, start, end int64) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	rec, closer, found, err := getRecord(s.db, dataKey(hashKey(key), key))
+	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
 	if err != nil {
 		return nil, wrap("getrange", err)
 	}

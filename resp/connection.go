@@ -153,6 +153,7 @@ func (c *conn) authenticate(user, password []byte) bool {
 // cmdReset puts the connection back as it was opened: no name, RESP2,
 // and, with users configured, not authenticated.
 func cmdReset(c *conn, args [][]byte) {
+	c.endTx()
 	c.mu.Lock()
 	c.name = ""
 	c.noEvict, c.noTouch = false, false

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tenure-db/tenure/kv"
 )
 
 const (
@@ -37,6 +39,11 @@ type conn struct {
 	role Role
 	user string
 
+	// store is the keyspace this connection's commands act on: the
+	// server's, or during EXEC the transaction's view of it.
+	store *kv.Store
+	tx    txState // MULTI, WATCH and EXEC (transactions.go)
+
 	lastActive atomic.Int64 // unix nanoseconds
 	lastCmd    atomic.Pointer[command]
 
@@ -59,6 +66,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		created: time.Now(),
 		role:    RoleAdmin, // SPEC §5: without a users file every connection is admin
 		user:    "default",
+		store:   s.store,
 	}
 	if s.users != nil {
 		c.role = RoleNone
@@ -145,6 +153,7 @@ func (c *conn) flush() bool {
 }
 
 func (c *conn) close() {
+	c.endTx()
 	c.nc.Close()
 	c.srv.forget(c)
 }

@@ -25,17 +25,43 @@ func (c *conn) exec(args [][]byte) {
 }
 
 // dispatch looks a request up in the command table and checks arity and
-// role once, here, before its handler runs. It returns the row that
-// answered, nil for an unknown command.
+// role once, here, before its handler runs; inside MULTI it queues the
+// request instead (see transactions.go). It returns the row that answered,
+// nil for an unknown command.
 func (c *conn) dispatch(args [][]byte) *command {
-	cmd := lookup(c.srv.table, args[0])
+	cmd, ok := c.admit(args)
+	switch {
+	case !ok:
+		c.tx.refused() // Redis: a request refused while queueing discards the transaction
+	case c.tx.queueing && cmd.Flags&FlagNoMulti != 0:
+		c.out.Err("Command not allowed inside a transaction")
+		cmd.rejected()
+		c.tx.refused()
+	case c.tx.queueing && cmd.Flags&FlagNotQueued == 0:
+		if !c.tx.queue(args) {
+			c.out.Err("the transaction is over " + itoa(maxQueuedBytes) + " bytes")
+			c.tx.refused()
+			break
+		}
+		c.out.Status("QUEUED")
+	default:
+		c.lastCmd.Store(cmd)
+		cmd.Handler(c, args)
+	}
+	return cmd
+}
+
+// admit finds a request's row and checks its arity and the connection's
+// role, answering the error when one fails: then ok is false.
+func (c *conn) admit(args [][]byte) (cmd *command, ok bool) {
+	cmd = lookup(c.srv.table, args[0])
 	if cmd == nil {
 		c.out.Err(unknownCommand(args))
-		return nil
+		return nil, false
 	}
 	if !arityOK(cmd.Arity, len(args)) {
 		c.wrongArity(cmd.Name)
-		return cmd.rejected()
+		return cmd.rejected(), false
 	}
 	// A container with arity -1 (COMMAND) runs its own handler when no
 	// subcommand is named, as Redis does.
@@ -43,11 +69,11 @@ func (c *conn) dispatch(args [][]byte) *command {
 		sub := lookup(cmd.Subcommands, args[1])
 		if sub == nil {
 			c.out.Err("unknown subcommand '" + cut128(args[1]) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
-			return cmd.rejected()
+			return cmd.rejected(), false
 		}
 		if !arityOK(sub.Arity, len(args)) {
 			c.wrongArity(sub.Name)
-			return sub.rejected()
+			return sub.rejected(), false
 		}
 		cmd = sub
 	}
@@ -56,14 +82,12 @@ func (c *conn) dispatch(args [][]byte) *command {
 	switch {
 	case c.role == RoleNone && cmd.Flags&FlagNoAuth == 0:
 		c.out.Error("NOAUTH", "Authentication required.")
-		return cmd.rejected()
+		return cmd.rejected(), false
 	case c.role != RoleNone && c.role < cmd.Role:
 		c.out.Error("NOPERM", "this user has no permissions to run the '"+cmd.Name+"' command")
-		return cmd.rejected()
+		return cmd.rejected(), false
 	}
-	c.lastCmd.Store(cmd)
-	cmd.Handler(c, args)
-	return cmd
+	return cmd, true
 }
 
 func arityOK(arity, n int) bool {

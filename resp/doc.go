@@ -26,11 +26,15 @@
 //	commanddocs.go COMMAND DOCS's argument lists
 //	strings.go     GET, SET, INCR, APPEND, … (kv's strings)
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
+//	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.REVOKE
 //	users.go       the users file and its roles (SPEC §5)
 //	metrics.go     the Prometheus metrics
 //
 // Adding a command is one row in table.go and one handler in its family's
 // file: dispatch checks arity and role, and a row is closed before AUTH
-// unless it says FlagNoAuth.
+// unless it says FlagNoAuth. A handler acts on the keyspace through
+// c.store, never the server's store directly: inside EXEC that is the
+// transaction's view, and the server's store would wait for the stripes
+// the transaction holds.
 package resp

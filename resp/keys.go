@@ -13,7 +13,7 @@ import (
 // KEYS, SCAN, RENAME, RENAMENX.
 
 func cmdDel(c *conn, args [][]byte) {
-	n, err := c.srv.store.Del(args[1:])
+	n, err := c.store.Del(args[1:])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -22,7 +22,7 @@ func cmdDel(c *conn, args [][]byte) {
 }
 
 func cmdExists(c *conn, args [][]byte) {
-	n, err := c.srv.store.Exists(args[1:])
+	n, err := c.store.Exists(args[1:])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -74,7 +74,7 @@ func expire(c *conn, args [][]byte, name string) {
 		c.out.Err("invalid expire time in '" + name + "' command")
 		return
 	}
-	set, err := c.srv.store.ExpireAt(args[1], at, cond)
+	set, err := c.store.ExpireAt(args[1], at, cond)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -103,7 +103,7 @@ func expiryAt(n int64, seconds, relative bool) (int64, bool) {
 }
 
 func cmdTTL(c *conn, args [][]byte) {
-	ms, err := c.srv.store.TTL(args[1])
+	ms, err := c.store.TTL(args[1])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -116,7 +116,7 @@ func cmdTTL(c *conn, args [][]byte) {
 }
 
 func cmdPTTL(c *conn, args [][]byte) {
-	ms, err := c.srv.store.TTL(args[1])
+	ms, err := c.store.TTL(args[1])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -125,7 +125,7 @@ func cmdPTTL(c *conn, args [][]byte) {
 }
 
 func cmdPersist(c *conn, args [][]byte) {
-	ok, err := c.srv.store.Persist(args[1])
+	ok, err := c.store.Persist(args[1])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -134,7 +134,7 @@ func cmdPersist(c *conn, args [][]byte) {
 }
 
 func cmdType(c *conn, args [][]byte) {
-	t, err := c.srv.store.Type(args[1])
+	t, err := c.store.Type(args[1])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -143,7 +143,7 @@ func cmdType(c *conn, args [][]byte) {
 }
 
 func cmdKeys(c *conn, args [][]byte) {
-	keys, err := c.srv.store.Keys(args[1])
+	keys, err := c.store.Keys(args[1])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -180,7 +180,7 @@ func cmdScan(c *conn, args [][]byte) {
 		c.out.Err(msg)
 		return
 	}
-	next, keys, err := c.srv.store.Scan(cursor, pattern, count, typ)
+	next, keys, err := c.store.Scan(cursor, pattern, count, typ)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -207,7 +207,7 @@ func countArg(v []byte) (int, string) {
 }
 
 func cmdRename(c *conn, args [][]byte) {
-	if err := c.srv.store.Rename(args[1], args[2]); err != nil {
+	if err := c.store.Rename(args[1], args[2]); err != nil {
 		c.storeError(err)
 		return
 	}
@@ -215,7 +215,7 @@ func cmdRename(c *conn, args [][]byte) {
 }
 
 func cmdRenameNX(c *conn, args [][]byte) {
-	ok, err := c.srv.store.RenameNX(args[1], args[2])
+	ok, err := c.store.RenameNX(args[1], args[2])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -265,7 +265,7 @@ func cmdPExpireTime(c *conn, args [][]byte) { expireTime(c, args[1], false) }
 // -1 for no TTL, -2 for a missing key. Seconds are rounded to the nearest,
 // as Redis rounds them for TTL too.
 func expireTime(c *conn, key []byte, seconds bool) {
-	at, err := c.srv.store.Deadline(key)
+	at, err := c.store.Deadline(key)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -277,7 +277,7 @@ func expireTime(c *conn, key []byte, seconds bool) {
 }
 
 func cmdRandomKey(c *conn, args [][]byte) {
-	k, ok, err := c.srv.store.RandomKey()
+	k, ok, err := c.store.RandomKey()
 	if err != nil {
 		c.storeError(err)
 		return
@@ -310,7 +310,7 @@ func cmdCopy(c *conn, args [][]byte) {
 		c.out.Err("source and destination objects are the same")
 		return
 	}
-	ok, err := c.srv.store.Copy(args[1], args[2], replace)
+	ok, err := c.store.Copy(args[1], args[2], replace)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -338,7 +338,7 @@ func cmdObjectRefCount(c *conn, args [][]byte) {
 }
 
 func (c *conn) object(key []byte, reply func(kv.Object)) {
-	o, ok, err := c.srv.store.Object(key)
+	o, ok, err := c.store.Object(key)
 	switch {
 	case err != nil:
 		c.storeError(err)

@@ -79,6 +79,9 @@ func cmdLockHold(c *conn, args [][]byte) {
 		c.out.Err(msg)
 		return
 	}
+	if c.tx.executing {
+		req.Wait, req.HasWait = 0, true // as Redis runs a blocking command inside EXEC (SPEC §6)
+	}
 	t := c.srv.locks.Hold(req)
 	if !c.awaitAnswer(t) {
 		return // the client is gone: nobody to answer

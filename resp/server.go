@@ -200,7 +200,7 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	for _, f := range []struct {
 		flag commandFlags
 		name string
-	}{{FlagNoAuth, "noauth"}, {FlagBlocking, "blocking"}, {FlagFast, "fast"}} {
+	}{{FlagNoAuth, "noauth"}, {FlagBlocking, "blocking"}, {FlagFast, "fast"}, {FlagNoMulti, "no_multi"}} {
 		if cmd.Flags&f.flag != 0 {
 			flags = append(flags, f.name)
 		}
@@ -367,7 +367,7 @@ func cmdConfigResetStat(c *conn, args [][]byte) {
 	st.netInput.Store(0)
 	st.netOutput.Store(0)
 	st.heapPeak.Store(0)
-	c.srv.store.ResetStats()
+	c.store.ResetStats()
 	for _, row := range c.srv.rows() {
 		if row.metrics != nil {
 			row.metrics.resetStat()
@@ -387,7 +387,7 @@ func cmdConfigHelp(c *conn, args [][]byte) {
 }
 
 func cmdDBSize(c *conn, args [][]byte) {
-	n, err := c.srv.store.DBSize()
+	n, err := c.store.DBSize()
 	if err != nil {
 		c.storeError(err)
 		return
@@ -401,7 +401,7 @@ func cmdFlushAll(c *conn, args [][]byte) {
 		c.syntaxError()
 		return
 	}
-	if err := c.srv.store.FlushAll(); err != nil {
+	if err := c.store.FlushAll(); err != nil {
 		c.storeError(err)
 		return
 	}
@@ -453,7 +453,7 @@ func cmdShutdown(c *conn, args [][]byte) {
 // the write-ahead log as it is in an AOF; what is on disk for sure is what
 // the last fsync covered, so its time is the answer (with --fsync
 // everysec, about a second ago while writes come in).
-func cmdLastSave(c *conn, args [][]byte) { c.out.Int(c.srv.store.Stats().LastSync) }
+func cmdLastSave(c *conn, args [][]byte) { c.out.Int(c.store.Stats().LastSync) }
 
 // keyPositions are the indexes of cmd's keys in args (args[0] its name),
 // from the row's FirstKey, LastKey and Step; a negative LastKey counts

@@ -134,7 +134,7 @@ func refuseIf(other bool, flag *bool) string {
 }
 
 func cmdGet(c *conn, args [][]byte) {
-	v, ok, err := c.srv.store.Get(args[1])
+	v, ok, err := c.store.Get(args[1])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -178,7 +178,7 @@ func cmdSet(c *conn, args [][]byte) {
 		}
 		o.Fence = f
 	}
-	res, err := c.srv.store.Set(args[1], args[2], o)
+	res, err := c.store.Set(args[1], args[2], o)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -194,7 +194,7 @@ func cmdSet(c *conn, args [][]byte) {
 }
 
 func cmdSetNX(c *conn, args [][]byte) {
-	res, err := c.srv.store.Set(args[1], args[2], kv.SetOptions{NX: true})
+	res, err := c.store.Set(args[1], args[2], kv.SetOptions{NX: true})
 	if err != nil {
 		c.storeError(err)
 		return
@@ -211,7 +211,7 @@ func setWithExpiry(c *conn, args [][]byte, unit, name string) {
 		c.out.Err(msg)
 		return
 	}
-	if _, err := c.srv.store.Set(args[1], args[3], kv.SetOptions{Expiry: kv.Expiry{Mode: kv.ExpiryAt, At: at}}); err != nil {
+	if _, err := c.store.Set(args[1], args[3], kv.SetOptions{Expiry: kv.Expiry{Mode: kv.ExpiryAt, At: at}}); err != nil {
 		c.storeError(err)
 		return
 	}
@@ -219,7 +219,7 @@ func setWithExpiry(c *conn, args [][]byte, unit, name string) {
 }
 
 func cmdGetSet(c *conn, args [][]byte) {
-	res, err := c.srv.store.Set(args[1], args[2], kv.SetOptions{Get: true})
+	res, err := c.store.Set(args[1], args[2], kv.SetOptions{Get: true})
 	if err != nil {
 		c.storeError(err)
 		return
@@ -228,7 +228,7 @@ func cmdGetSet(c *conn, args [][]byte) {
 }
 
 func cmdGetDel(c *conn, args [][]byte) {
-	v, ok, err := c.srv.store.GetDel(args[1])
+	v, ok, err := c.store.GetDel(args[1])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -247,7 +247,7 @@ func cmdGetEx(c *conn, args [][]byte) {
 	}
 	e, msg := exp.expiry("getex")
 	if msg != "" {
-		_, ok, err := c.srv.store.Get(args[1])
+		_, ok, err := c.store.Get(args[1])
 		switch {
 		case err != nil:
 			c.storeError(err)
@@ -258,7 +258,7 @@ func cmdGetEx(c *conn, args [][]byte) {
 		}
 		return
 	}
-	v, ok, err := c.srv.store.GetEx(args[1], e)
+	v, ok, err := c.store.GetEx(args[1], e)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -267,7 +267,7 @@ func cmdGetEx(c *conn, args [][]byte) {
 }
 
 func cmdMGet(c *conn, args [][]byte) {
-	vals, err := c.srv.store.MGet(args[1:])
+	vals, err := c.store.MGet(args[1:])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -283,7 +283,7 @@ func cmdMSet(c *conn, args [][]byte) {
 		c.wrongArity("mset")
 		return
 	}
-	if err := c.srv.store.MSet(args[1:]); err != nil {
+	if err := c.store.MSet(args[1:]); err != nil {
 		c.storeError(err)
 		return
 	}
@@ -295,7 +295,7 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		c.wrongArity("msetnx")
 		return
 	}
-	ok, err := c.srv.store.MSetNX(args[1:])
+	ok, err := c.store.MSetNX(args[1:])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -329,7 +329,7 @@ func cmdDecrBy(c *conn, args [][]byte) {
 }
 
 func incrBy(c *conn, key []byte, delta int64) {
-	n, err := c.srv.store.IncrBy(key, delta)
+	n, err := c.store.IncrBy(key, delta)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -345,7 +345,7 @@ func cmdIncrByFloat(c *conn, args [][]byte) {
 		c.out.Err(kv.ErrNotFloat.Error())
 		return
 	}
-	v, err := c.srv.store.IncrByFloat(args[1], d)
+	v, err := c.store.IncrByFloat(args[1], d)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -354,7 +354,7 @@ func cmdIncrByFloat(c *conn, args [][]byte) {
 }
 
 func cmdAppend(c *conn, args [][]byte) {
-	n, err := c.srv.store.Append(args[1], args[2])
+	n, err := c.store.Append(args[1], args[2])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -363,7 +363,7 @@ func cmdAppend(c *conn, args [][]byte) {
 }
 
 func cmdStrLen(c *conn, args [][]byte) {
-	n, err := c.srv.store.StrLen(args[1])
+	n, err := c.store.StrLen(args[1])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -378,7 +378,7 @@ func cmdGetRange(c *conn, args [][]byte) {
 		c.out.Err(errNotInteger)
 		return
 	}
-	v, err := c.srv.store.GetRange(args[1], start, end)
+	v, err := c.store.GetRange(args[1], start, end)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -396,7 +396,7 @@ func cmdSetRange(c *conn, args [][]byte) {
 		c.out.Err(kv.ErrOffsetOutOfRange.Error())
 		return
 	}
-	n, err := c.srv.store.SetRange(args[1], off, args[3])
+	n, err := c.store.SetRange(args[1], off, args[3])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -413,7 +413,7 @@ const errBitOffset = "bit offset is not an integer or out of range"
 // bits at Redis's default of 512 MB.
 func (c *conn) bitOffset(b []byte) (uint64, bool) {
 	n, ok := parseInt(b)
-	if !ok || n < 0 || n>>3 >= c.srv.store.MaxValueLen() {
+	if !ok || n < 0 || n>>3 >= c.store.MaxValueLen() {
 		c.out.Err(errBitOffset)
 		return 0, false
 	}
@@ -430,7 +430,7 @@ func cmdSetBit(c *conn, args [][]byte) {
 		c.out.Err("bit is not an integer or out of range")
 		return
 	}
-	old, err := c.srv.store.SetBit(args[1], off, on == 1)
+	old, err := c.store.SetBit(args[1], off, on == 1)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -443,7 +443,7 @@ func cmdGetBit(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	bit, err := c.srv.store.GetBit(args[1], off)
+	bit, err := c.store.GetBit(args[1], off)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -489,7 +489,7 @@ func bitRange(args [][]byte, endOptional bool) (kv.BitRange, string) {
 // 7.0 does, which looks the key up first: a missing key is answered
 // missing (the integer given), an existing one gets the error.
 func (c *conn) errUnlessMissing(key []byte, missing int64, msg string) {
-	n, err := c.srv.store.Exists([][]byte{key})
+	n, err := c.store.Exists([][]byte{key})
 	switch {
 	case err != nil:
 		c.storeError(err)
@@ -507,7 +507,7 @@ func cmdBitCount(c *conn, args [][]byte) {
 		c.errUnlessMissing(args[1], 0, msg)
 		return
 	}
-	n, err := c.srv.store.BitCount(args[1], r)
+	n, err := c.store.BitCount(args[1], r)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -532,7 +532,7 @@ func cmdBitPos(c *conn, args [][]byte) {
 		c.errUnlessMissing(args[1], -bit, msg)
 		return
 	}
-	pos, err := c.srv.store.BitPos(args[1], int(bit), r)
+	pos, err := c.store.BitPos(args[1], int(bit), r)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -560,7 +560,7 @@ func cmdBitOp(c *conn, args [][]byte) {
 		c.syntaxError()
 		return
 	}
-	n, err := c.srv.store.BitOp(op, args[2], args[3:])
+	n, err := c.store.BitOp(op, args[2], args[3:])
 	if err != nil {
 		c.storeError(err)
 		return
@@ -595,7 +595,7 @@ func cmdLCS(c *conn, args [][]byte) {
 		c.out.Err("If you want both the length and indexes, please just use IDX.")
 		return
 	}
-	res, err := c.srv.store.LCS(args[1], args[2], idx, minLen)
+	res, err := c.store.LCS(args[1], args[2], idx, minLen)
 	if err != nil {
 		c.storeError(err)
 		return

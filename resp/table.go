@@ -37,6 +37,8 @@ const (
 	FlagFast                              // O(1) or O(log N)
 	FlagLoading                           // allowed while loading
 	FlagStale
+	FlagNotQueued // runs at once inside MULTI instead of being queued (EXEC, DISCARD, QUIT, …)
+	FlagNoMulti   // refused inside MULTI, discarding the transaction (SHUTDOWN)
 )
 
 // command is one row of the command table, as in Redis's commands/*.json:
@@ -143,11 +145,11 @@ func commandTable() map[string]*command {
 	add("echo", 2, RoleRead, FlagFast, cmdEcho, "Returns the given string.")
 	add("hello", -1, RoleRead, FlagNoAuth|FlagFast, cmdHello, "Handshakes with the server (protocol 2 only).")
 	add("auth", -2, RoleRead, FlagNoAuth|FlagFast, cmdAuth, "Authenticates the connection.")
-	add("quit", -1, RoleRead, FlagNoAuth|FlagFast, cmdQuit, "Closes the connection.")
+	add("quit", -1, RoleRead, FlagNoAuth|FlagFast|FlagNotQueued, cmdQuit, "Closes the connection.")
 	add("select", 2, RoleRead, FlagFast, cmdSelect, "Changes the selected database (0 only).")
 	// Redis lets RESET run before AUTH; SPEC §5 allows only AUTH, HELLO,
 	// PING and QUIT there, so it does not here.
-	add("reset", 1, RoleRead, FlagFast, cmdReset, "Resets the connection.")
+	add("reset", 1, RoleRead, FlagFast|FlagNotQueued, cmdReset, "Resets the connection.")
 	client := add("client", -2, RoleRead, 0, nil, "A container for client connection commands.")
 	sub(client, "id", 2, RoleRead, FlagFast, cmdClientID, "Returns the unique client ID of the connection.")
 	sub(client, "setname", 3, RoleRead, FlagFast, cmdClientSetName, "Sets the connection name.")
@@ -184,7 +186,7 @@ func commandTable() map[string]*command {
 	add("flushdb", -1, RoleAdmin, 0, cmdFlushAll, "Removes all keys from the current database.")
 	add("flushall", -1, RoleAdmin, 0, cmdFlushAll, "Removes all keys from all databases.")
 	add("time", 1, RoleRead, FlagFast, cmdTime, "Returns the server time.")
-	add("shutdown", -1, RoleAdmin, 0, cmdShutdown, "Stops the server cleanly.")
+	add("shutdown", -1, RoleAdmin, FlagNoMulti, cmdShutdown, "Stops the server cleanly.")
 	add("lastsave", 1, RoleRead, FlagFast, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
 		docs("1.0.0", "O(1)"))
 
@@ -267,6 +269,14 @@ func commandTable() map[string]*command {
 	sub(object, "refcount", 3, RoleRead, 0, cmdObjectRefCount, "Returns the reference count of a value of a key.", keys(2, 2, 1),
 		docs("2.2.3", "O(1)", argKey("key")))
 	sub(object, "help", 2, RoleRead, 0, cmdObjectHelp, "Returns helpful text about the different subcommands.")
+
+	// transactions: resp/transactions.go
+	group = "transactions"
+	add("multi", 1, RoleRead, FlagFast|FlagNotQueued, cmdMulti, "Starts a transaction.")
+	add("exec", 1, RoleRead, FlagNotQueued, cmdExec, "Executes all commands in a transaction.")
+	add("discard", 1, RoleRead, FlagFast|FlagNotQueued, cmdDiscard, "Discards a transaction.")
+	add("watch", -2, RoleRead, FlagFast|FlagNotQueued, cmdWatch, "Monitors changes to keys to determine the execution of a transaction.", keys(1, -1, 1))
+	add("unwatch", 1, RoleRead, FlagFast, cmdUnwatch, "Forgets about watched keys of a transaction.")
 
 	// locks: resp/locks.go
 	group = "module"

@@ -32,7 +32,8 @@ import (
 // The reply is one of:
 //   - nil: the null reply;
 //   - a string that starts with an error code word (ERR, FENCED, NOPROTO…,
-//     see errorCodes) and a space: that exact error;
+//     see errorCodes) and a space: that exact error (inside an array, that
+//     error as an element, as EXEC's);
 //   - any other string: that bulk or simple string;
 //   - an int: that integer;
 //   - a []any: an array whose elements match in turn;
@@ -47,7 +48,7 @@ type step struct {
 type match func(got any) string
 
 // errorCodes are the code words an error reply starts with.
-var errorCodes = []string{"ERR", "WRONGTYPE", "FENCED", "NOPROTO", "NOAUTH", "NOPERM", "WRONGPASS", "LOST"}
+var errorCodes = []string{"ERR", "WRONGTYPE", "FENCED", "NOPROTO", "NOAUTH", "NOPERM", "WRONGPASS", "LOST", "EXECABORT"}
 
 func isErrorText(s string) bool {
 	for _, code := range errorCodes {
@@ -200,6 +201,14 @@ func compareValue(got, want any) string {
 			return fmt.Sprintf("got %s, want nil", show(got, nil))
 		}
 		return ""
+	case string:
+		// An error inside an array (EXEC's) is an element, not the reply's error.
+		if e, ok := got.(error); ok && isErrorText(w) {
+			if e.Error() != w {
+				return fmt.Sprintf("got error %q, want %q", e.Error(), w)
+			}
+			return ""
+		}
 	case int:
 		if g, ok := got.(int64); !ok || g != int64(w) {
 			return fmt.Sprintf("got %s, want %d", show(got, nil), w)

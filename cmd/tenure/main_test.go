@@ -55,6 +55,11 @@ func TestProcess(t *testing.T) {
 			t.Run(mode, func(t *testing.T) { testKillKeepsAFence(t, bin, mode) })
 		}
 	})
+	t.Run("KillLeavesTransactionsWhole", func(t *testing.T) {
+		for _, mode := range fsyncModes {
+			t.Run(mode, func(t *testing.T) { testKillLeavesTransactionsWhole(t, bin, mode) })
+		}
+	})
 	t.Run("SignalsShutDownCleanly", func(t *testing.T) { testSignals(t, bin) })
 	t.Run("BadStartsFailInOneLine", func(t *testing.T) { testBadStarts(t, bin) })
 	t.Run("NonLoopbackNeedsUsersOrInsecure", func(t *testing.T) { testNonLoopback(t, bin) })
@@ -158,6 +163,25 @@ func (c *child) wait(within time.Duration) int {
 	return c.cmd.ProcessState.ExitCode()
 }
 
+// killMidStream SIGKILLs the process once its writers, which count what
+// was answered in answered, have run 1.5 s or had most answers, whichever
+// comes first; it waits for the writers (wg) and the process to end, and
+// fails the test if nothing was answered.
+func (c *child) killMidStream(answered *atomic.Int64, most int64, wg *sync.WaitGroup) {
+	c.t.Helper()
+	for start := time.Now(); time.Since(start) < 1500*time.Millisecond && answered.Load() < most; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		c.t.Fatal(err)
+	}
+	wg.Wait()
+	c.wait(10 * time.Second)
+	if answered.Load() == 0 {
+		c.t.Fatalf("nothing was answered before the kill\n%s", c.stderr())
+	}
+}
+
 func (c *child) client() *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: c.addr, MaxRetries: -1})
 	c.t.Cleanup(func() { rdb.Close() })
@@ -213,19 +237,8 @@ func testKillLosesNothing(t *testing.T, bin, mode string) {
 			}
 		}()
 	}
-	// SIGKILL in mid-stream, all eight writing: after 1.5 s or 20,000
-	// answers, whichever comes first.
-	for start := time.Now(); time.Since(start) < 1500*time.Millisecond && answered.Load() < 20000; {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	srv.wait(10 * time.Second)
-	if answered.Load() == 0 {
-		t.Fatalf("no write was acknowledged before the kill\n%s", srv.stderr())
-	}
+	// SIGKILL in mid-stream, all eight writing.
+	srv.killMidStream(&answered, 20000, &wg)
 
 	again := startChild(t, bin, "--fsync", mode, "--addr", "127.0.0.1:0", "--dir", dir)
 	rdb := again.client()

@@ -1,0 +1,221 @@
+package kv
+
+// Transactions (MULTI/EXEC): several commands run as one, their writes
+// reaching Pebble in one batch, with no other write in between.
+
+import (
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// errNestedTx is what Tx answers when called on a transaction's view.
+var errNestedTx = errors.New("kv: a transaction cannot run inside another")
+
+// txn is a transaction under way: the writes of its commands so far, in an
+// indexed batch that its commands read through to Pebble, and what is to
+// be done to the counters and the metadata cache once that batch has
+// committed. (Watchers are touched as the commands write, as outside a
+// transaction: see Watch.)
+type txn struct {
+	b   *pebble.Batch
+	now int64 // one instant for the whole transaction
+
+	// counts holds the counter changes since the start, or since the last
+	// FLUSHALL inside the transaction (flushed): the keyspace counts from
+	// 0 after it.
+	counts  change
+	flushed bool
+
+	touched map[string]int // key to its index in items
+	items   []item         // each key met, as it is after the transaction, without its value
+	wrote   bool           // the batch committed something
+}
+
+// Tx runs fn as one transaction, for EXEC: fn calls the methods of the
+// view it is given as it would call s's, each seeing what the ones before
+// it wrote, and everything they wrote is committed to Pebble in one batch
+// once fn returns: all of it or, if the commit fails, none. A method that
+// fails inside (a value that is not a number, a fence refused) changes
+// nothing and does not stop the others, as in Redis; only a failed commit
+// fails Tx.
+//
+// Every stripe is held from the watch check to the commit, so that no
+// other write falls between the transaction's commands; reads go on
+// meanwhile and see the transaction whole or not at all, as the batch
+// commits at one sequence number. The whole transaction runs at one
+// instant: expiry inside it is judged at the time it started.
+//
+// With w not nil, Tx first checks w (see Watch): if one of its keys was
+// touched since it was watched, or expired, fn does not run and Tx
+// reports ran false. Tx leaves w as it is; the caller unwatches.
+//
+// fn must not call Tx, Watch or Close on its view, nor keep the view after
+// it returns.
+func (s *Store) Tx(w *Watch, fn func(tx *Store)) (ran bool, err error) {
+	if s.tx != nil {
+		return false, errNestedTx
+	}
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	ran, wrote, err := s.runTx(w, fn)
+	if err == nil && wrote {
+		err = s.settle()
+	}
+	if err != nil {
+		return ran, wrap("exec", err)
+	}
+	return ran, nil
+}
+
+// runTx is Tx with every stripe held, released however fn ends.
+func (s *Store) runTx(w *Watch, fn func(tx *Store)) (ran, wrote bool, err error) {
+	for i := range s.stripes {
+		s.stripes[i].Lock() // in ascending order, as updateMany takes them
+	}
+	defer func() {
+		for i := range s.stripes {
+			s.stripes[i].Unlock()
+		}
+	}()
+	now := s.nowMs()
+	if w != nil {
+		broken, err := s.watchBroken(w, now)
+		if err != nil || broken {
+			return false, false, err
+		}
+	}
+	t := &txn{b: s.db.NewIndexedBatch(), now: now}
+	defer t.b.Close()
+	fn(&Store{keyspace: s.keyspace, tx: t})
+	err = t.commit(s)
+	return true, t.wrote, err
+}
+
+// commit commits t's batch, if it holds anything, and then applies its
+// counters and brings the metadata cache and the watchers in step. The
+// caller holds every stripe.
+func (t *txn) commit(s *Store) error {
+	if t.b.Empty() {
+		return nil
+	}
+	err := s.commit(t.b, s.commandWriteOptions())
+	if t.flushed {
+		// After FLUSHALL (or a failed commit of one: the disk is in
+		// doubt) the cache holds nothing, as after FlushAll.
+		for i := range s.stripes {
+			clear(s.stripes[i].meta)
+		}
+	} else {
+		for i := range t.items {
+			s.committed(&t.items[i], err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	t.wrote = true
+	if t.flushed {
+		s.keys.Store(0)
+		s.keysWithExpiry.Store(0)
+		s.deadlineSum.Store(0)
+	}
+	s.count(&t.counts)
+	return nil
+}
+
+// update is Store.update inside a transaction: the stripes are held
+// already, keys are read through the transaction's batch, and what fn
+// writes goes into that batch instead of Pebble. A command that fails
+// leaves the batch as it was.
+func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change, items []item, idx []int) error) error {
+	if err := s.refused(); err != nil {
+		return err
+	}
+	items, idx, _ := s.itemsOf(keys)
+	c := change{db: s.db, now: t.now}
+	defer c.close()
+	for i := range items {
+		if err := t.load(&items[i], withValue); err != nil {
+			return err
+		}
+		if items[i].cur.present && !items[i].cur.live {
+			c.drop(&items[i])
+		}
+	}
+	if err := fn(&c, items, idx); err != nil {
+		return err
+	}
+	if c.b == nil {
+		return nil
+	}
+	if err := t.b.Apply(c.b, nil); err != nil {
+		return err
+	}
+	t.counts.add(&c)
+	for i := range items {
+		t.note(&items[i])
+	}
+	return nil
+}
+
+// load is Store.load inside a transaction: through the batch, and never
+// from or into the metadata cache, which knows only what is committed.
+func (t *txn) load(it *item, withValue bool) error {
+	return loadFrom(t.b, it, t.now, withValue)
+}
+
+// note remembers it, met by a command of the transaction that wrote, for
+// the commit: the last state noted of a key is its state after the
+// transaction.
+func (t *txn) note(it *item) {
+	kept := *it
+	kept.cur.rec.value = nil
+	if t.touched == nil {
+		t.touched = map[string]int{}
+	}
+	j, ok := t.touched[string(it.key)]
+	if !ok {
+		t.touched[string(it.key)] = len(t.items)
+		t.items = append(t.items, kept)
+		return
+	}
+	t.items[j] = kept
+}
+
+// flushAll is FLUSHALL inside a transaction.
+func (t *txn) flushAll(s *Store) error {
+	if err := s.refused(); err != nil {
+		return err
+	}
+	hits, err := s.flushWatched(t.b)
+	if err != nil {
+		return err
+	}
+	if err := t.b.DeleteRange(userSpanStart, userSpanEnd, nil); err != nil {
+		return err
+	}
+	touchFlushed(hits)
+	t.flushed = true
+	t.items, t.touched = nil, nil
+	t.counts = change{expired: t.counts.expired}
+	return nil
+}
+
+// dbSize is DBSIZE inside a transaction.
+func (t *txn) dbSize(s *Store) int64 {
+	if t.flushed {
+		return t.counts.keys
+	}
+	return s.keys.Load() + t.counts.keys
+}
+
+// reader is where s's reads look: Pebble, or inside a transaction its
+// batch, read through to Pebble.
+func (s *Store) reader() pebble.Reader {
+	if s.tx != nil {
+		return s.tx.b
+	}
+	return s.db
+}
