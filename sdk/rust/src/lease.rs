@@ -38,9 +38,9 @@ struct State {
 
 impl Lease {
     pub(crate) fn new(lock: &Lock, key: &str, g: &Grant) -> Lease {
-        // The store granted after this HOLD was sent, so its MAXHOLD
+        // The store granted no earlier than not_before, so its MAXHOLD
         // deadline is no earlier than this (LOCK-07).
-        let max_cap = lock.max_hold.map(|m| g.sent + m - lock.margin);
+        let max_cap = lock.max_hold.map(|m| g.not_before + m - lock.margin);
         let le = Lease {
             key: key.to_owned(),
             fence: g.fence,

@@ -1,5 +1,5 @@
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, Scope};
 use std::time::{Duration, Instant};
@@ -280,13 +280,26 @@ impl Lock {
 
     /// Gets `key` for one request id (SPEC §8). Waiting in line is a chain
     /// of HOLDs with that id, each waiting one chunk (half the read
-    /// timeout, so that its answer comes before the read gives up), each
-    /// sent before the previous one's WAIT runs out: the store answers the
-    /// older one "superseded" and the place in line never lingers, so no
-    /// later waiter is served first (LOCK-08). Whichever answer carries the
-    /// grant wins; a duplicate is the same lease (LOCK-03). A network error
-    /// or lost answer is retried with the same id, on whatever connection
-    /// the pool hands out.
+    /// timeout, so that its answer comes before the read gives up). A
+    /// network error or lost answer is retried with the same id, on
+    /// whatever connection the pool hands out, and answered the same lease
+    /// (LOCK-03).
+    ///
+    /// The chunks overlap, so that the place in line is never left open:
+    /// once a quarter of a chunk has passed, the next HOLD goes out on
+    /// another connection and supersedes the blocked one at the store
+    /// (which answers that one "superseded", ignored here). Were the next
+    /// HOLD sent only after the previous one's WAIT ran out, the place
+    /// would linger in between, passed over, and a release then would
+    /// grant a later waiter first (LOCK-08). Whichever answer carries the
+    /// grant wins; a HOLD that reaches the store after the grant is
+    /// answered the same lease (LOCK-03). The last chunk of a bounded wait
+    /// has no successor, nor has a chunk whose WAIT ran out before its
+    /// successor went (this process paused): its answer comes first, as it
+    /// may be a grant, and a HOLD sent long after a grant may reach a store
+    /// that has forgotten the request id. A pause between the send of a
+    /// successor and its write to the network can still do that; the grant
+    /// it gets is released.
     fn acquire<'scope, 'env>(
         &'env self,
         s: &'scope Scope<'scope, 'env>,
@@ -311,29 +324,65 @@ impl Lock {
             None => None,
         };
         let mut in_flight = 0;
+        // when the next HOLD is due; None: when an answer comes
         let mut next_send = Some(start);
         let mut failing_since: Option<Instant> = None;
+        // no grant of reqid came before this
+        let mut not_before: Option<Instant> = None;
+        // the newest HOLD sent, and whether it has yet to answer (then the
+        // next one overlaps it)
+        let mut cur = HoldCall {
+            seq: 0,
+            sent: start,
+            wait: Duration::ZERO,
+        };
+        let mut cur_open = false;
         let result = loop {
-            let now = Instant::now();
-            if next_send.is_some_and(|t| now >= t) {
-                let wait = match wait_until {
-                    Some(until) => self.chunk.min(until.saturating_duration_since(now)),
-                    None => self.chunk,
-                };
-                // The next chunk goes out once half of this one has passed;
-                // the last chunk of a bounded wait needs no successor.
-                next_send = match wait_until {
-                    _ if wait.is_zero() => None,
-                    Some(until) if now + wait >= until => None,
-                    _ => Some(now + wait / 2),
-                };
-                in_flight += 1;
-                let (tx, reqid) = (tx.clone(), reqid.clone());
-                s.spawn(move || {
-                    let _ = tx.send(Arrival::Answer(self.send_hold(key, &reqid, wait)));
-                });
-            }
             let arrival = match next_send {
+                Some(t) if Instant::now() >= t => match rx.try_recv() {
+                    // An answer came meanwhile (after a pause, say): it
+                    // may be the grant, and then no other HOLD may go.
+                    Ok(a) => a,
+                    Err(TryRecvError::Empty) => {
+                        let now = Instant::now();
+                        if cur_open && now >= cur.sent + cur.wait {
+                            // cur's WAIT has run out: too late to overlap
+                            // it (this process paused, or is overloaded),
+                            // and its answer is due. A HOLD sent now could
+                            // go out long after a grant that came
+                            // meanwhile, and after the store forgot the
+                            // request id: a second lease (LOCK-03).
+                            next_send = None;
+                            continue;
+                        }
+                        let wait = match wait_until {
+                            Some(until) => self.chunk.min(until.saturating_duration_since(now)),
+                            None => self.chunk,
+                        };
+                        cur = HoldCall {
+                            seq: cur.seq + 1,
+                            sent: now,
+                            wait,
+                        };
+                        cur_open = true;
+                        not_before.get_or_insert(now);
+                        // The last chunk of a bounded wait needs no
+                        // successor.
+                        next_send = match wait_until {
+                            _ if wait.is_zero() => None,
+                            Some(until) if now + wait >= until => None,
+                            _ => Some(now + wait / OVERLAP_AT),
+                        };
+                        in_flight += 1;
+                        let (tx, reqid, call) = (tx.clone(), reqid.clone(), cur);
+                        s.spawn(move || {
+                            let out = call.stamp(self.send_hold(key, &reqid, call.wait));
+                            let _ = tx.send(Arrival::Answer(call.seq, out));
+                        });
+                        continue;
+                    }
+                    Err(TryRecvError::Disconnected) => unreachable!("acquire holds a sender"),
+                },
                 Some(t) => match rx.recv_timeout(t.saturating_duration_since(Instant::now())) {
                     Ok(a) => a,
                     Err(RecvTimeoutError::Timeout) => continue,
@@ -341,17 +390,26 @@ impl Lock {
                 },
                 None => rx.recv().expect("acquire holds a sender"),
             };
-            let out = match arrival {
-                Arrival::Answer(out) => out,
+            let (seq, out) = match arrival {
+                Arrival::Answer(seq, out) => (seq, out),
                 Arrival::Cancelled => break Err(self.abandon(s, key, &reqid, retry_every)),
             };
             in_flight -= 1;
+            let newest = seq == cur.seq;
+            if newest {
+                cur_open = false;
+            }
             let now = Instant::now();
             let elapsed = wait_until.is_some_and(|u| now >= u);
             match out.result {
-                Ok(Some(g)) => break Ok(g),
+                Ok(Some(mut g)) => {
+                    g.not_before = not_before.unwrap_or(g.sent);
+                    break Ok(g);
+                }
                 Ok(None) => {
-                    // Not granted within its WAIT; the place lingers.
+                    // Not granted within its WAIT; the place lingers. Nor
+                    // was any earlier HOLD granted (LOCK-03).
+                    not_before = not_before.max(Some(out.sent));
                     failing_since = None;
                     if elapsed && in_flight == 0 {
                         break Err(match self.wait {
@@ -361,8 +419,18 @@ impl Lock {
                             _ => Error::new(ErrorKind::NotHeld, "held by another"),
                         });
                     }
+                    if newest && !elapsed {
+                        next_send = Some(now);
+                    }
                 }
-                Err(f) if f.superseded() => failing_since = None, // our own next chunk took the place
+                Err(f) if f.superseded() => {
+                    // Our own next chunk took the place: this one was not
+                    // granted when the store answered.
+                    if !newest {
+                        not_before = not_before.max(Some(out.sent));
+                    }
+                    failing_since = None;
+                }
                 Err(f) => {
                     if let Some(r) = f.lost_reason() {
                         // Granted, but the answer was lost and the lease
@@ -382,9 +450,11 @@ impl Lock {
                             .into_error()
                             .context(format!("no answer for {:?}", self.ttl)));
                     }
-                    if in_flight == 0 {
+                    if newest || in_flight == 0 {
                         // It may have been granted: ask again with the same
-                        // id, a last time with WAIT 0 if the wait is over.
+                        // id (not_before stays, as the grant may be this
+                        // HOLD's), a last time with WAIT 0 if the wait is
+                        // over.
                         let retry = out.sent + retry_every;
                         next_send = Some(next_send.map_or(retry, |t| t.min(retry)));
                     }
@@ -394,23 +464,33 @@ impl Lock {
                 next_send = Some(now);
             }
         };
-        if result.is_err() {
-            // A chunk still out may yet be granted: wait for the answers
-            // (each within the read timeout) and let any grant go.
-            while in_flight > 0 {
-                match rx.recv().expect("acquire holds a sender") {
-                    Arrival::Answer(out) => {
-                        in_flight -= 1;
-                        if let Ok(Some(g)) = out.result {
-                            self.release(s, &g.id, g.received + g.left);
-                        }
-                    }
-                    Arrival::Cancelled => {}
-                }
-            }
-        }
         if let Some((c, n)) = watched {
             c.unwatch(n);
+        }
+        // A chunk still out may yet be granted: a grant other than the one
+        // kept (a HOLD that reached the store after it forgot the request
+        // id) is let go at once. On success that runs beside the closure.
+        let kept = result.as_ref().ok().map(|g| g.id.clone());
+        let settle = move || {
+            let mut outstanding = in_flight;
+            while outstanding > 0 {
+                if let Arrival::Answer(_, out) =
+                    rx.recv().expect("each HOLD outstanding holds a sender")
+                {
+                    outstanding -= 1;
+                    match out.result {
+                        Ok(Some(g)) if Some(&g.id) != kept.as_ref() => {
+                            self.release(s, &g.id, g.received + g.left);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        };
+        if result.is_ok() {
+            s.spawn(settle);
+        } else {
+            settle();
         }
         result
     }
@@ -517,7 +597,7 @@ impl Lock {
                 };
                 let tells_more = match store_says.reason() {
                     Some(reason::REVOKED) => true,
-                    Some(reason::UNKNOWN_LEASE) => self.epoch_changed(lease),
+                    Some(reason::UNKNOWN_LEASE) => self.restarted_since(lease),
                     _ => false,
                 };
                 Some(if tells_more { store_says } else { ours })
@@ -526,10 +606,11 @@ impl Lock {
         }
     }
 
-    /// Whether the store is in another epoch than the one that granted the
-    /// lease (`fence >> 32`, SPEC §2): it restarted since. Unknown (the
-    /// store unreachable) counts as no.
-    fn epoch_changed(&self, lease: &Lease) -> bool {
+    /// Whether the store is in a newer epoch than the one that granted the
+    /// lease (`fence >> 32`, SPEC §2): each open of the store is a new one
+    /// and forgets every lease (LOCK-10), so it restarted since. Unknown
+    /// (the store unreachable, its answer unreadable) counts as no.
+    fn restarted_since(&self, lease: &Lease) -> bool {
         let Ok(info) = self.store.call(&["INFO", "locks"]) else {
             return false;
         };
@@ -538,7 +619,7 @@ impl Lock {
                 .find_map(|l| l.strip_prefix("epoch:"))
                 .and_then(|n| n.trim().parse::<u64>().ok())
         });
-        epoch.is_some_and(|e| e != lease.fence() >> 32)
+        epoch.is_some_and(|e| e > lease.fence() >> 32)
     }
 
     /// Releases the lease: RELEASE, retried with the same id until one is
@@ -563,10 +644,38 @@ impl Lock {
     }
 }
 
-/// What a waiting hold hears: a HOLD's answer, or its cancellation.
+/// What a waiting hold hears: a HOLD's answer (with its number), or its
+/// cancellation.
 pub(crate) enum Arrival {
-    Answer(Outcome<Option<Grant>>),
+    Answer(u64, Outcome<Option<Grant>>),
     Cancelled,
+}
+
+/// When, in a chunk, the next one is sent: at wait/OVERLAP_AT. Early, so
+/// that the next HOLD has three quarters of the chunk to reach the store (a
+/// busy machine, a slow network, a descheduled thread) before the place
+/// would linger; a HOLD each quarter chunk per waiter is cheap.
+const OVERLAP_AT: u32 = 4;
+
+/// One HOLD that acquire sent.
+#[derive(Clone, Copy)]
+struct HoldCall {
+    seq: u64,
+    /// when acquire handed it to its thread: no later than its send
+    sent: Instant,
+    wait: Duration,
+}
+
+impl HoldCall {
+    /// out, with its times of sending set to this call's.
+    fn stamp(self, mut out: Outcome<Option<Grant>>) -> Outcome<Option<Grant>> {
+        out.sent = self.sent;
+        if let Ok(Some(g)) = &mut out.result {
+            g.sent = self.sent;
+            g.not_before = self.sent;
+        }
+        out
+    }
 }
 
 /// Stops holds that wait in line, from another thread:

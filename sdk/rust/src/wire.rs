@@ -21,6 +21,11 @@ pub(crate) struct Grant {
     /// when this HOLD was sent: the holder's deadline counts from it
     pub sent: Instant,
     pub received: Instant,
+    /// no later than the grant: the send time of the oldest HOLD of the
+    /// request that may have been granted (the grant may have come to an
+    /// older chunk, and this one been answered the same lease, LOCK-03).
+    /// MaxHold counts from it.
+    pub not_before: Instant,
 }
 
 /// Why a command did not succeed: the store answered an error reply, or the
@@ -146,6 +151,7 @@ impl Lock {
                         left: Duration::from_millis(*left as u64),
                         sent: out.sent,
                         received: out.received,
+                        not_before: out.sent,
                     }))
                 }
                 _ => Err(malformed("LOCK.HOLD", &Value::Array(a))),

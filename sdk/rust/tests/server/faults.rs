@@ -1,12 +1,13 @@
 //! Network faults under a held or wanted lease, made real by the proxy.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tenure_locks::{Error, ErrorKind, Store};
+use tenure_locks::{reason, Error, ErrorKind, Store, Value};
 
-use crate::harness::{key_info, lock_stats, sha256_hex, Server};
+use crate::harness::{hold_in_background, key_info, lock_stats, sha256_hex, waiters_are, Server};
 use crate::proxy::Proxy;
 
 const TTL: Duration = Duration::from_secs(1);
@@ -153,4 +154,160 @@ fn a_read_only_user_gets_a_clear_error() {
         .hold("k", |lease| Ok::<_, Error>(lease.fence()))
         .unwrap();
     assert!(fence > 0);
+}
+
+/// LOCK-03 at its edge: a successor chunk sent in time, but held back on
+/// the way (a slow network, a pause between its send and its write), still
+/// in flight when the grant came to the chunk before it. It reaches the
+/// store 2.5 s later, after the lease was let go and its request id
+/// forgotten (a ttl after the end), and the store grants the id a second
+/// lease. The hold lets that grant go at once: by the time it returns the
+/// key is free, not held for a ttl by a lease nobody uses.
+#[test]
+fn a_late_successors_grant_is_let_go_at_once() {
+    let s = Server::start();
+    let admin = s.store();
+    let p = Proxy::start(&s.addr);
+    // 2 s chunks, the successor 500 ms into the first; a reply within 4 s.
+    let lk = p
+        .store(Duration::from_secs(4))
+        .lock("late")
+        .ttl(TTL)
+        .open()
+        .unwrap();
+    let (delayed_tx, delayed) = mpsc::channel::<()>();
+    let (holds, delayed_tx) = (AtomicUsize::new(0), Mutex::new(delayed_tx));
+    p.delay_requests(move |req| {
+        let second = req.first().is_some_and(|c| c == "LOCK.HOLD")
+            && holds.fetch_add(1, Ordering::SeqCst) == 1;
+        second.then(|| {
+            let _ = delayed_tx.lock().unwrap().send(());
+            Duration::from_millis(2500)
+        })
+    });
+    let (late_tx, late_reply) = mpsc::channel::<Value>();
+    let (replies, late_tx) = (AtomicUsize::new(0), Mutex::new(late_tx));
+    p.swallow_replies(move |req, reply| {
+        if req.first().is_some_and(|c| c == "LOCK.HOLD")
+            && replies.fetch_add(1, Ordering::SeqCst) == 1
+        {
+            let _ = late_tx.lock().unwrap().send(reply.clone());
+        }
+        false
+    });
+
+    let (go, wait) = mpsc::channel::<()>();
+    let holder = hold_in_background(
+        &admin.lock("late").ttl(TTL).open().unwrap(),
+        "k",
+        move || {
+            wait.recv().unwrap();
+            Ok(())
+        },
+    );
+    let waiter = thread::spawn(move || lk.hold("k", |lease| Ok::<_, Error>(lease.fence())));
+    delayed
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the waiter's second chunk went out");
+    go.send(()).unwrap(); // the grant goes to the first chunk
+    holder.join().unwrap().unwrap();
+    let fence = waiter.join().unwrap().unwrap();
+
+    let late = late_reply
+        .recv_timeout(Duration::from_secs(1))
+        .expect("the late chunk was answered before the hold returned");
+    let Value::Array(a) = &late else {
+        panic!("the late chunk was answered {late:?}, not a second grant: nothing tested");
+    };
+    let late_fence = a[1].as_int().unwrap() as u64;
+    assert!(
+        late_fence > fence,
+        "the late grant's fence {late_fence:#x}, the hold's {fence:#x}"
+    );
+    assert!(
+        key_info(&admin, "late", "k").is_none(),
+        "the second lease of the request (fence {late_fence:#x}) still holds the key"
+    );
+}
+
+/// LOCK-07 with a grant that came to an older chunk: the first chunk's
+/// grant is swallowed, and its successor, sent 500 ms later, is answered
+/// the same lease (LOCK-03). The store's MAXHOLD counts from the grant,
+/// which came before the successor was sent; so does the holder's cap (from
+/// the oldest HOLD that may have been granted), and it gives the lease up
+/// a margin before the store's cap, not a successor's delay after it.
+#[test]
+fn max_hold_counts_from_the_oldest_chunk_that_may_have_been_granted() {
+    let s = Server::start();
+    let admin = s.store();
+    let p = Proxy::start(&s.addr);
+    let max_hold = Duration::from_millis(1500);
+    let lk = p
+        .store(Duration::from_secs(4))
+        .lock("capped")
+        .ttl(TTL)
+        .max_hold(max_hold)
+        .open()
+        .unwrap();
+    let (granted_tx, granted_by) = mpsc::channel::<Instant>();
+    let (once, granted_tx) = (AtomicBool::new(false), Mutex::new(granted_tx));
+    p.swallow_replies(move |req, reply| {
+        let first_grant = req.first().is_some_and(|c| c == "LOCK.HOLD")
+            && matches!(reply, Value::Array(_))
+            && !once.swap(true, Ordering::SeqCst);
+        if first_grant {
+            // The store granted before its reply got here.
+            let _ = granted_tx.lock().unwrap().send(Instant::now());
+        }
+        first_grant
+    });
+
+    let (go, wait) = mpsc::channel::<()>();
+    let holder = hold_in_background(
+        &admin.lock("capped").ttl(TTL).open().unwrap(),
+        "k",
+        move || {
+            wait.recv().unwrap();
+            Ok(())
+        },
+    );
+    let (cap_tx, cap) = mpsc::channel::<Instant>();
+    let waiter = thread::spawn(move || {
+        lk.hold("k", |lease| {
+            assert!(lease.wait_lost(Duration::from_secs(5)), "outlived MaxHold");
+            cap_tx.send(lease.deadline()).unwrap();
+            Ok::<_, Error>(())
+        })
+    });
+    waiters_are(&admin, "capped", "k", 1);
+    go.send(()).unwrap();
+    holder.join().unwrap().unwrap();
+    let swallowed = p
+        .swallowed(Duration::from_secs(5))
+        .expect("the first chunk's grant was swallowed");
+    let err = waiter.join().unwrap().unwrap_err();
+    assert_eq!(
+        (err.kind(), err.reason()),
+        (ErrorKind::Lost, Some(reason::MAX_HOLD)),
+        "{err}"
+    );
+    let holds = p.requests("LOCK.HOLD");
+    let chunks: Vec<_> = holds.iter().filter(|h| h[3] == swallowed[3]).collect();
+    assert!(
+        chunks.len() >= 2 && *chunks[0] == swallowed,
+        "the first chunk's grant was swallowed, then {chunks:?}"
+    );
+    // The store's cap is MAXHOLD after the grant, which came before
+    // granted_by; the holder's is a margin before the store's (or, from a
+    // chunk sent after the grant, after it). 2 ms for the store's
+    // milliseconds.
+    let granted_by = granted_by.recv().unwrap();
+    let margin = TTL / 10;
+    let cap = cap.recv().unwrap();
+    assert!(
+        cap <= granted_by + max_hold - margin + Duration::from_millis(2),
+        "the holder's cap is {:?} after the grant's reply, the store's at most {:?}",
+        cap - granted_by,
+        max_hold
+    );
 }

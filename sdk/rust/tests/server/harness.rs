@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex, OnceLock};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use tenure_locks::{Options, Store, Value};
+use tenure_locks::{Error, Lock, Options, Store, Value};
 
 fn scratch() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
@@ -237,4 +238,25 @@ pub fn sha256_hex(password: &str) -> String {
         .next()
         .unwrap()
         .to_owned()
+}
+
+/// Holds `key` on a thread, running f as the closure; returns when the
+/// closure has started.
+pub fn hold_in_background<T: Send + 'static>(
+    lk: &Lock,
+    key: &'static str,
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> thread::JoinHandle<Result<T, Error>> {
+    let lk = lk.clone();
+    let (started, ready) = mpsc::channel();
+    let h = thread::spawn(move || {
+        lk.hold(key, |_| {
+            started.send(()).unwrap();
+            f()
+        })
+    });
+    ready
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the first holder got the key");
+    h
 }

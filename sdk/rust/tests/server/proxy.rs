@@ -1,8 +1,10 @@
 //! A TCP proxy between the SDK and a server that makes network faults real:
-//! it can cut every connection at once, and swallow a reply after
-//! forwarding its request (the request was served; its answer never
-//! arrives, and the connection stays open and silent). It parses RESP both
-//! ways, so that it knows which reply answers which request.
+//! it can cut every connection at once, swallow a reply after forwarding
+//! its request (the request was served; its answer never arrives, and the
+//! connection stays open and silent), and hold a request back for a while
+//! before forwarding it (a slow network, or a sender that paused). It
+//! parses RESP both ways, so that it knows which reply answers which
+//! request.
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -11,10 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::Duration;
 
 use tenure_locks::resp::{self, Value};
 
 type Swallow = Box<dyn Fn(&[String], &Value) -> bool + Send>;
+type Delay = Box<dyn Fn(&[String]) -> Option<Duration> + Send>;
 
 pub struct Proxy {
     pub addr: String,
@@ -28,6 +32,7 @@ struct Shared {
     closed: AtomicBool,
     pipes: Mutex<Vec<(TcpStream, TcpStream)>>,
     swallow: Mutex<Option<Swallow>>,
+    delay: Mutex<Option<Delay>>,
     seen: Mutex<Vec<Vec<String>>>,
     swallowed: Mutex<Sender<Vec<String>>>,
 }
@@ -42,6 +47,7 @@ impl Proxy {
             closed: AtomicBool::new(false),
             pipes: Mutex::new(Vec::new()),
             swallow: Mutex::new(None),
+            delay: Mutex::new(None),
             seen: Mutex::new(Vec::new()),
             swallowed: Mutex::new(tx),
         });
@@ -60,7 +66,7 @@ impl Proxy {
 
     /// A store that goes through the proxy, with a read timeout (and so wait
     /// chunks of half of it).
-    pub fn store(&self, read_timeout: std::time::Duration) -> tenure_locks::Store {
+    pub fn store(&self, read_timeout: Duration) -> tenure_locks::Store {
         let options = tenure_locks::Options::default().read_timeout(read_timeout);
         tenure_locks::Store::connect_with(&self.url(), options).unwrap()
     }
@@ -83,8 +89,14 @@ impl Proxy {
         *self.shared.swallow.lock().unwrap() = Some(Box::new(f));
     }
 
+    /// Holds back each request for which f returns a duration, that long,
+    /// before forwarding it (and the requests behind it on its connection).
+    pub fn delay_requests(&self, f: impl Fn(&[String]) -> Option<Duration> + Send + 'static) {
+        *self.shared.delay.lock().unwrap() = Some(Box::new(f));
+    }
+
     /// The next request whose reply was swallowed, if one is within timeout.
-    pub fn swallowed(&self, timeout: std::time::Duration) -> Option<Vec<String>> {
+    pub fn swallowed(&self, timeout: Duration) -> Option<Vec<String>> {
         self.swallowed.lock().unwrap().recv_timeout(timeout).ok()
     }
 
@@ -178,6 +190,10 @@ fn up(
     };
     while let Some((raw, v)) = values.next() {
         let req = args(&v);
+        let delay = sh.delay.lock().unwrap().as_ref().and_then(|f| f(&req));
+        if let Some(d) = delay {
+            thread::sleep(d);
+        }
         sh.seen.lock().unwrap().push(req.clone());
         pending.lock().unwrap().push_back(req);
         if server.write_all(&raw).is_err() {
