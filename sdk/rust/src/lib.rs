@@ -98,9 +98,8 @@
 //! that [`reason`](Error::reason) even if the closure returned `Ok`: another
 //! holder may have run beside it. `lost()` compares the holder's deadline
 //! with the clock on every call, so a process that wakes from a pause past
-//! its deadline sees the loss at once. A reason the holder knows stands: the
-//! final RELEASE's answer replaces it only when it tells more (an admin's
-//! revoke that came first, a restart of the store).
+//! its deadline sees the loss at once. A reason the holder knows stands
+//! unless the final RELEASE's answer tells more (below).
 //!
 //! # Keeping a lease (SPEC §8)
 //!
@@ -109,17 +108,44 @@
 //! retried with the same id, on whatever pooled connection is free, and the
 //! store answers the lease it already gave rather than a second one
 //! (LOCK-03). Waiting in line is a chain of HOLDs with that id, each waiting
-//! a chunk of half the read timeout ([`Options::read_timeout`]), each sent
-//! once half of the previous one has passed: the store answers the older
-//! one `superseded`, so the place in line never lapses and no later waiter
-//! is served first (LOCK-08).
+//! a chunk of half the read timeout ([`Options::read_timeout`]), so that no
+//! read times out.
+//!
+//! The chunks overlap, so that the place in line holds (LOCK-08): once a
+//! quarter of a chunk has passed, the next HOLD goes out on another
+//! connection and supersedes the blocked one, which the store answers
+//! `superseded` (the SDK ignores that for its own earlier chunk). Were each
+//! chunk sent only after the previous one's WAIT ran out, the place would
+//! linger in between, passed over, and a release at that moment would serve
+//! a later waiter first. Whichever answer carries the grant wins; a HOLD
+//! with the same id that reaches the store after the grant is answered the
+//! same lease, and a grant that reaches a HOLD after hold stopped waiting
+//! is released at once. The last chunk of a bounded wait has no successor,
+//! nor has a chunk whose WAIT ran out before its successor went (the
+//! process paused): its answer comes first, since it may be the grant, and
+//! a HOLD sent long after a grant may reach a store that has forgotten the
+//! request id and would grant it again. When a hold is cancelled while
+//! waiting, a HOLD with the same id and WAIT 0 supersedes the waiting one
+//! at once, and a grant that raced in is released.
 //!
 //! The holder's deadline is the send time of the last HOLD or RENEW that
-//! succeeded, plus the ttl the store answered, less a margin (default
-//! min(ttl/10, 2 s)), capped at the grant + MaxHold − margin; all on the
-//! monotonic clock ([`std::time::Instant`]). The holder gives up before the
-//! store does. A HOLD that waited in line is renewed before the closure
-//! starts, since its send time may be far behind its grant.
+//! succeeded (for the grant: of the HOLD whose answer granted), plus the
+//! ttl the store answered, less a margin (default min(ttl/10, 2 s)), capped
+//! at MaxHold − margin after the send time of the oldest HOLD that may have
+//! been granted (the grant may have come to an older chunk; a retry of a
+//! lost answer keeps it too); all on the monotonic clock
+//! ([`std::time::Instant`]). The holder gives up before the store does. A
+//! HOLD that waited in line is renewed before the closure starts, since its
+//! send time may be far behind its grant.
+//!
+//! When the closure returns after the holder gave the lease up by its own
+//! clock (`expired`, `revoked maxhold`), the RELEASE the SDK still sends may
+//! be answered `unknown lease`: the store forgets an ended lease a ttl after
+//! its end. That reason stands, as it does for the store's `expired` or
+//! `revoked maxhold` and for a RELEASE that released; the store's answer
+//! replaces it only when it tells more: `revoked by admin`, or `unknown
+//! lease` from a store whose epoch (`INFO locks`) is newer than the
+//! lease's (`fence >> 32`): it restarted.
 //!
 //! A thread per hold renews the lease while the closure runs: at the latest
 //! ttl/3 after the last success; after a failure, again at least every
