@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional, Tuple, Type, Union
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from ._errors import (REASON_MAXHOLD, REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
+from ._errors import (REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
                       LostError, NotHeldError, store_lost, superseded, transient)
 from ._lease import Lease, _is_lost_reply, keep
 from ._wire import (MAX_IN_FLIGHT, Grant, HoldReply, attempts, finish, new_reqid, send_hold,
@@ -362,21 +362,36 @@ class Lock:
             return lost
         return None
 
-    async def _tells_more(self, ours: LostError, store_says: LostError, fence: int) -> bool:
+    async def _tells_more(self, store_says: LostError, fence: int) -> bool:
         """Whether the store's -LOST answer to a RELEASE sent after the holder
-        gave the lease up by its own clock tells more than the holder knows.
-        The store forgets an ended lease a ttl after its end, so "unknown
-        lease" then means only that; it means a restart only when the epoch
-        has moved on since the grant (fence >> 32, SPEC §2)."""
-        if store_says.reason in (REASON_REVOKED, REASON_MAXHOLD):
-            return store_says.reason != ours.reason
+        gave the lease up by its own clock replaces the holder's reason. That
+        reason stands unless the store tells more than it:
+
+        - The holder's "expired" or "revoked maxhold" is how the store itself
+          ends the lease, a margin later: the store's "expired" or "revoked
+          maxhold" says nothing new.
+        - "revoked by admin" does: the store records one end per lease, so
+          the revoke came before the store's own expiry or cap, unseen by the
+          holder (its renewals failed, or had stopped at the max_hold cap).
+        - "unknown lease" on its own says nothing: the store forgets an ended
+          lease a ttl after its end, so a block that overran its lease by more
+          than about a ttl gets it whatever happened. What does tell is the
+          epoch: each open of the store is a new one and forgets every lease
+          (LOCK-10), and a fence carries the epoch it was granted in (fence
+          >> 32, SPEC §2). A store whose epoch is newer than the lease's
+          restarted after the lease's last renewal, and "unknown lease" is
+          that restart, the reason SPEC §4 gives it. If the epoch cannot be
+          read, the holder's reason stands.
+        """
+        if store_says.reason == REASON_REVOKED:
+            return True
         if store_says.reason != REASON_UNKNOWN_LEASE:
             return False
         try:
-            epoch = await store_epoch(self.client)
+            epoch = await asyncio.wait_for(store_epoch(self.client), self.ttl)
         except Exception:
             return False
-        return epoch != fence >> 32
+        return epoch > fence >> 32
 
     async def _renew_before_use(self, lease: Lease, g: Grant) -> None:
         """Renews a lease granted after waiting in line, before the block
@@ -567,7 +582,7 @@ class Holding:
             # Given up by the holder's clock: the store may still hold it for
             # a margin. One try hands it to the next in line early.
             store_says = await lk._release(lease._id, time.monotonic() + lk.ttl / 10)
-            if store_says is not None and await lk._tells_more(lost, store_says, lease.fence):
+            if store_says is not None and await lk._tells_more(store_says, lease.fence):
                 lease._lost = lost = store_says
         if not keeper.cancelled() and keeper.exception() is not None:
             raise keeper.exception()  # type: ignore[misc]  # a bug of the SDK's: say so
