@@ -8,16 +8,16 @@ import re
 import time
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Type, Union
+from typing import Any, Dict, Optional, Tuple, Type, Union
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
-from ._errors import (REASON_MAXHOLD, REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
+from ._errors import (REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
                       LostError, NotHeldError, store_lost, superseded, transient)
 from ._lease import Lease, _is_lost_reply, keep
-from ._wire import (Grant, HoldReply, attempts, finish, new_reqid, send_hold, send_release,
-                    send_renew, store_epoch)
+from ._wire import (MAX_IN_FLIGHT, Grant, HoldReply, attempts, finish, new_reqid, send_hold,
+                    send_release, send_renew, store_epoch)
 
 Duration = Union[str, int, float, timedelta]
 
@@ -150,71 +150,128 @@ class Lock:
 
     # -- waiting in line -------------------------------------------------
 
-    async def _acquire(self, key: Any, try_once: bool) -> Grant:
-        """Gets key for one reqid (SPEC §8). Waiting is a sequence of HOLDs
-        with that reqid, each waiting one chunk; the next is sent halfway
-        through the current one's WAIT and supersedes it, so the place in
-        line is never left (LOCK-08). A network error or lost reply is
-        retried with the same reqid on any connection, and the store answers
-        the lease it already gave (LOCK-03). Whichever reply carries the
-        grant wins. On cancellation it leaves the line and lets go of any
-        grant that raced in, then re-raises."""
+    async def _acquire(self, key: Any, try_once: bool) -> Tuple[Grant, "_HoldCalls"]:
+        """Gets key for one reqid (SPEC §8): HOLDs with that reqid, each
+        waiting one chunk; a network error or lost reply is retried with the
+        same reqid on any connection, and answered with the same lease
+        (LOCK-03). Returns the grant and the HOLDs still in flight, whose
+        late grants of another lease are released (await their ``done``).
+
+        The chunks overlap, so that the place in line is never left open:
+        once a quarter of a chunk has passed, the next HOLD goes out on
+        another connection and supersedes the blocked one at the store (which
+        answers that one "superseded", ignored here). Were the next HOLD sent
+        only after the previous one's WAIT ran out, the place would linger in
+        between, passed over, and a release then would grant a later waiter
+        first (LOCK-08). Whichever reply carries the grant wins; a HOLD that
+        reaches the store after the grant is answered the same lease. The
+        last chunk of a bounded wait has no successor, nor has a chunk whose
+        WAIT ran out before its successor went (this process paused, or is
+        overloaded): its answer comes first, as it may be a grant, and a HOLD
+        sent long after a grant may reach a store that has forgotten the
+        reqid. A pause between the send of a successor and its write to the
+        network can still do that; the grant it gets is released.
+
+        On cancellation it leaves the line and lets go of any grant that
+        raced in, then re-raises."""
         reqid = new_reqid()
         wait_until = None
         if self.wait is not None and not try_once:
             wait_until = time.monotonic() + self.wait
             try_once = self.wait < 0.001
+        calls = _HoldCalls(self, key, reqid)
         retry_every = self.ttl / 10
-        in_flight: Dict[asyncio.Task, float] = {}  # HOLDs of reqid, by send time
-        current: Optional[asyncio.Task] = None  # the latest sent
-        send_at = time.monotonic()
-        failing_since: Optional[float] = None
-        grants: List[Grant] = []
+        failing_since: Optional[float] = None  # the first of the failures since the last answer
+        not_before = 0.0  # no grant of reqid came before this
+        cur: Optional[_HoldCall] = None  # the newest HOLD sent
+        cur_open = False  # cur has not answered: the next HOLD overlaps it
+        next_at: Optional[float] = None  # when to send the next HOLD; None: when one answers
+        stalled = False  # the next HOLD waits for one in flight to answer
+
+        def send() -> bool:
+            # Sends the next HOLD, waiting one chunk (or less, at the end of
+            # a bounded wait); False if the wait is over.
+            nonlocal try_once, cur, cur_open, next_at, stalled, not_before
+            wait = self.chunk
+            if try_once:
+                wait = 0.0
+            elif wait_until is not None:
+                rem = wait_until - time.monotonic()
+                if rem <= 0:
+                    if failing_since is None:
+                        return False
+                    # The last HOLD failed: it may have been granted. A last
+                    # try with the same reqid says.
+                    rem, try_once = 0.0, True
+                wait = min(wait, rem)
+            cur, cur_open, stalled = calls.send(wait), True, False
+            if not not_before:
+                not_before = cur.sent
+            last = try_once or (wait_until is not None and cur.sent + wait >= wait_until)
+            next_at = None if last else cur.sent + wait / OVERLAP_AT
+            return True
+
+        def waited() -> NotHeldError:
+            return NotHeldError(f"{self.name} {key!r}: waited {_fmt(self.wait or 0)}")
+
         final: Optional[BaseException] = None
         try:
-            while not grants and final is None:
-                now = time.monotonic()
-                if now >= send_at:
-                    wait, send_at = self.chunk, float("inf")
-                    if try_once:
-                        wait = 0.0
-                    elif wait_until is not None:
-                        left = wait_until - now
-                        if left <= 0:
-                            if failing_since is None and current is None:
-                                final = NotHeldError(f"{self.name} {key!r}: waited {_fmt(self.wait or 0)}")
-                                break
-                            # The last HOLD failed: it may have been granted.
-                            # A last try with the same reqid says.
-                            left, try_once = 0.0, True
-                        wait = min(wait, left)
-                    current = asyncio.create_task(
-                        send_hold(self.client, self.name, key, reqid, self.ttl, wait, self.max_hold))
-                    in_flight[current] = now
-                    if not try_once and (wait_until is None or now + wait < wait_until):
-                        send_at = now + wait / 2  # the successor that keeps the place
-                timeout = None if send_at == float("inf") else max(0.0, send_at - time.monotonic())
-                done, _ = await asyncio.wait(in_flight, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-                for t in done:
-                    in_flight.pop(t)
-                    r: HoldReply = t.result()
-                    latest = t is current
-                    if latest:
-                        current = None
+            send()
+            while final is None:
+                timeout = None if next_at is None else max(0.0, next_at - time.monotonic())
+                if calls.in_flight:
+                    done, _ = await asyncio.wait(calls.in_flight, timeout=timeout,
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                else:  # pausing before a retry
+                    assert timeout is not None
+                    await asyncio.sleep(timeout)
+                    done = set()
+                if not done:  # the next HOLD is due, and no answer came meanwhile
+                    assert cur is not None
+                    if cur_open and time.monotonic() >= cur.sent + cur.wait:
+                        # cur's WAIT has run out: too late to overlap it, and
+                        # its answer is due. A HOLD sent now could go out long
+                        # after a grant that came meanwhile, and after the
+                        # store forgot the reqid: a second lease (LOCK-03).
+                        next_at = None
+                    elif len(calls.in_flight) >= MAX_IN_FLIGHT:
+                        # Older HOLDs hang (their replies lost): the next one
+                        # goes when one of them answers.
+                        next_at, stalled = None, True
+                    elif not send():
+                        next_at = None  # the wait is over: cur's answer ends it
+                    continue
+                # An answer that came meanwhile (after a pause, say) is read
+                # before any other HOLD goes: it may be the grant. A grant
+                # first: whichever reply carries it wins.
+                for t in sorted(done, key=lambda t: (calls.in_flight[t].reply().grant is None,
+                                                    calls.in_flight[t].seq)):
+                    call = calls.answered(t)
+                    r = call.reply()
+                    newest = call is cur
+                    if newest:
+                        cur_open = False
                     if r.grant is not None:
-                        grants.append(r.grant)
-                    elif r.error is None:  # not granted within its WAIT
-                        if not latest:
-                            continue  # its successor holds the place
+                        r.grant.not_before = not_before
+                        calls.settle(r.grant.id)
+                        return r.grant, calls
+                    if r.error is None or (superseded(r.error) and not newest):
+                        # Not granted when the store answered, which was after
+                        # this HOLD was sent: neither was any earlier one.
+                        not_before = max(not_before, r.sent)
+                    if not newest and (r.error is None or transient(r.error)):
+                        # An older chunk: its WAIT ran out, it was superseded
+                        # by the newer one, or it failed; the newer one
+                        # carries on.
+                        if stalled:
+                            next_at, stalled = time.monotonic(), False
+                        continue
+                    if r.error is None:  # not granted within the WAIT; the place lingers
                         failing_since = None
                         if try_once:
                             final = NotHeldError(f"{self.name} {key!r} is held")
-                        elif wait_until is not None and time.monotonic() >= wait_until:
-                            final = NotHeldError(f"{self.name} {key!r}: waited {_fmt(self.wait or 0)}")
-                        else:
-                            send_at = time.monotonic()
-                    elif superseded(r.error) and not latest:
-                        continue  # our own later chunk took the place over
+                        elif not send():
+                            final = waited()
                     elif store_lost(r.error) is not None:
                         # Granted, but the reply was lost and the lease ended
                         # before this retry: the block never ran.
@@ -225,46 +282,35 @@ class Lock:
                         # same kind of error, saying which hold.
                         final = type(r.error)(f"tenure_locks: hold {self.name} {key!r}: {r.error}")
                         final.__cause__ = r.error
-                    elif latest:
+                    else:
                         if failing_since is None:
                             failing_since = r.sent
-                        if time.monotonic() - failing_since > self.ttl:
+                        now = time.monotonic()
+                        if now - failing_since > self.ttl:
                             # Any lease granted on the way has run out by now.
                             final = RedisConnectionError(f"tenure_locks: hold {self.name} {key!r}: "
                                                          f"no answer for {_fmt(self.ttl)}: {r.error!r}")
                         else:
-                            send_at = max(time.monotonic(), r.sent + retry_every)
-            # The others of reqid answer at once now: superseded, or the same lease.
-            grants += await self._drain(in_flight)
+                            next_at = r.sent + retry_every  # retry the newest, after a pause
+                            if wait_until is not None and now >= wait_until:
+                                next_at = now  # send makes it the last try
+                    if final is not None:
+                        break
         except asyncio.CancelledError:
-            await finish(self._abandon(key, reqid, in_flight))
+            await finish(self._abandon(key, reqid, calls))
             raise
-        if grants:
-            # Any reply that carries the grant will do; the latest sent
-            # gives the latest deadline.
-            best = max(grants, key=lambda g: g.sent + g.left)
-            best.not_before = min(min(g.not_before for g in grants), min(in_flight.values(), default=best.sent))
-            if final is not None:
-                _, interrupted = await finish(self._release(best.id, best.received + best.left))
-                if interrupted:
-                    raise asyncio.CancelledError()
-                raise final
-            return best
-        assert final is not None
+        calls.settle(None)
+        _, interrupted = await finish(calls.done())
+        if interrupted:
+            raise asyncio.CancelledError()
         raise final
 
-    async def _drain(self, in_flight: Dict[asyncio.Task, float]) -> List[Grant]:
-        """Awaits every HOLD still in flight; returns the grants among them."""
-        if not in_flight:
-            return []
-        await asyncio.wait(in_flight)
-        return [g for g in (t.result().grant for t in in_flight) if g is not None]
-
-    async def _abandon(self, key: Any, reqid: str, in_flight: Dict[asyncio.Task, float]) -> None:
+    async def _abandon(self, key: Any, reqid: str, calls: "_HoldCalls") -> None:
         """Stops waiting for reqid, and lets go of any grant that raced in. A
         HOLD with the same reqid and WAIT 0 answers the blocked HOLD at once
         (superseded) and leaves the place to linger, passed over; it says
-        whether a grant came first (then it is that grant, LOCK-03)."""
+        whether a grant came first (then it is that grant, LOCK-03). It waits
+        for the HOLDs still in flight too."""
         released = set()
 
         async def let_go(g: Optional[Grant]) -> None:
@@ -280,12 +326,18 @@ class Lock:
         probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold)
         await let_go(probe.grant)
         known = decided(probe)
-        for g in await self._drain(in_flight):
-            await let_go(g)
-        if any(not decided(t.result()) for t in in_flight) and probe.grant is None:
-            # One lost on the way may have been retried after the probe, and
-            # granted: only a probe sent after it knows.
-            known = False
+        left = list(calls.in_flight)
+        if left:
+            await asyncio.wait(left)
+        for t in left:
+            r = calls.answered(t).reply()
+            await let_go(r.grant)
+            if not decided(r) and probe.grant is None:
+                # One lost on the way may have been retried after the probe,
+                # and granted: only a probe sent after it knows. Unless the
+                # probe found the grant already: a reqid has one (LOCK-03),
+                # and it is released.
+                known = False
         give_up = time.monotonic() + self.ttl
         while not known and time.monotonic() < give_up:
             await asyncio.sleep(self.ttl / 10)
@@ -310,21 +362,36 @@ class Lock:
             return lost
         return None
 
-    async def _tells_more(self, ours: LostError, store_says: LostError, fence: int) -> bool:
+    async def _tells_more(self, store_says: LostError, fence: int) -> bool:
         """Whether the store's -LOST answer to a RELEASE sent after the holder
-        gave the lease up by its own clock tells more than the holder knows.
-        The store forgets an ended lease a ttl after its end, so "unknown
-        lease" then means only that; it means a restart only when the epoch
-        has moved on since the grant (fence >> 32, SPEC §2)."""
-        if store_says.reason in (REASON_REVOKED, REASON_MAXHOLD):
-            return store_says.reason != ours.reason
+        gave the lease up by its own clock replaces the holder's reason. That
+        reason stands unless the store tells more than it:
+
+        - The holder's "expired" or "revoked maxhold" is how the store itself
+          ends the lease, a margin later: the store's "expired" or "revoked
+          maxhold" says nothing new.
+        - "revoked by admin" does: the store records one end per lease, so
+          the revoke came before the store's own expiry or cap, unseen by the
+          holder (its renewals failed, or had stopped at the max_hold cap).
+        - "unknown lease" on its own says nothing: the store forgets an ended
+          lease a ttl after its end, so a block that overran its lease by more
+          than about a ttl gets it whatever happened. What does tell is the
+          epoch: each open of the store is a new one and forgets every lease
+          (LOCK-10), and a fence carries the epoch it was granted in (fence
+          >> 32, SPEC §2). A store whose epoch is newer than the lease's
+          restarted after the lease's last renewal, and "unknown lease" is
+          that restart, the reason SPEC §4 gives it. If the epoch cannot be
+          read, the holder's reason stands.
+        """
+        if store_says.reason == REASON_REVOKED:
+            return True
         if store_says.reason != REASON_UNKNOWN_LEASE:
             return False
         try:
-            epoch = await store_epoch(self.client)
+            epoch = await asyncio.wait_for(store_epoch(self.client), self.ttl)
         except Exception:
             return False
-        return epoch != fence >> 32
+        return epoch > fence >> 32
 
     async def _renew_before_use(self, lease: Lease, g: Grant) -> None:
         """Renews a lease granted after waiting in line, before the block
@@ -345,6 +412,71 @@ class Lock:
         lease._set_deadline(out.sent, out.value, out.value < self.ttl)
 
 
+# When, in a chunk, the next one is sent: at wait/OVERLAP_AT. Early, so that
+# the next HOLD has three quarters of the chunk to reach the store (a busy
+# machine, a slow network, a pause of the collector) before the place would
+# linger; a HOLD each quarter chunk per waiter is cheap.
+OVERLAP_AT = 4
+
+
+class _HoldCall:
+    """One HOLD that _acquire sent, in a task of its own."""
+
+    def __init__(self, seq: int, wait: float, task: "asyncio.Task[HoldReply]"):
+        self.seq = seq
+        self.sent = time.monotonic()  # when it was handed to its task: no later than its send
+        self.wait = wait
+        self.task = task
+
+    def reply(self) -> HoldReply:
+        return self.task.result()
+
+
+class _HoldCalls:
+    """The HOLDs of one reqid, each in a task of its own so that chunks can
+    overlap. Once _acquire has settled, a reply that carries a grant other
+    than the one it kept (a HOLD that reached the store after the reqid was
+    forgotten) is released at once; ``done`` waits for that."""
+
+    def __init__(self, lock: "Lock", key: Any, reqid: str):
+        self.lock, self.key, self.reqid = lock, key, reqid
+        self.in_flight: Dict[asyncio.Task, _HoldCall] = {}  # sent and not yet read by _acquire
+        self._seq = 0
+        self._settling: Optional[asyncio.Task] = None
+
+    def send(self, wait: float) -> _HoldCall:
+        lk = self.lock
+        self._seq += 1
+        task = asyncio.create_task(send_hold(lk.client, lk.name, self.key, self.reqid, lk.ttl, wait, lk.max_hold))
+        call = _HoldCall(self._seq, wait, task)
+        self.in_flight[task] = call
+        return call
+
+    def answered(self, t: asyncio.Task) -> _HoldCall:
+        return self.in_flight.pop(t)
+
+    def settle(self, kept: Optional[str]) -> None:
+        """Ends _acquire's part: the HOLDs still in flight are awaited in the
+        background, and a grant among them that is not kept (the lease id
+        _acquire returned, or None) is released as soon as it arrives."""
+        left, self.in_flight = list(self.in_flight), {}
+
+        async def let_go_of_others() -> None:
+            for next_done in asyncio.as_completed(left):
+                g = (await next_done).grant
+                if g is not None and g.id != kept:
+                    await self.lock._release(g.id, g.received + g.left)
+
+        if left:
+            self._settling = asyncio.create_task(let_go_of_others())
+
+    async def done(self) -> None:
+        """Waits until every HOLD sent has answered and every late grant not
+        kept has been released."""
+        if self._settling is not None:
+            await asyncio.wait({self._settling})
+
+
 class Holding:
     """The async context manager of one hold (``Lock.hold``, ``Lock.try_hold``);
     it can be entered once."""
@@ -356,6 +488,7 @@ class Holding:
         self._task: Optional[asyncio.Task] = None
         self._lease: Optional[Lease] = None
         self._keeper: Optional[asyncio.Task] = None
+        self._calls: Optional[_HoldCalls] = None  # the HOLDs that got the lease
         self._our_cancel = 0  # Task.cancelling() just after we cancelled the block
         self._over = False
 
@@ -369,7 +502,7 @@ class Holding:
             raise RuntimeError("hold must run in an asyncio task")
         self._task = task
         lk = self._lock
-        g = await lk._acquire(self._key, self._try)
+        g, self._calls = await lk._acquire(self._key, self._try)
         lease = Lease(lk, self._key, g)
         try:
             # A HOLD that waited in line was granted long after it was sent,
@@ -378,6 +511,10 @@ class Holding:
                 await lk._renew_before_use(lease, g)
         except asyncio.CancelledError:
             await finish(lk._release(g.id, g.received + g.left))
+            await finish(self._calls.done())
+            raise
+        except BaseException:
+            await finish(self._calls.done())
             raise
         self._lease = lease
         lease._on_lost = self._lost_now
@@ -402,6 +539,9 @@ class Holding:
         self._over = True
         lease._over = True
         lost, interrupted = await finish(self._let_go(lease, keeper))
+        assert self._calls is not None
+        _, interrupted_again = await finish(self._calls.done())
+        interrupted = interrupted or interrupted_again
         cancelled = exc_type is not None and issubclass(exc_type, asyncio.CancelledError)
         if self._our_cancel:
             # Ours, if no cancel request came after it and the block was
@@ -442,7 +582,7 @@ class Holding:
             # Given up by the holder's clock: the store may still hold it for
             # a margin. One try hands it to the next in line early.
             store_says = await lk._release(lease._id, time.monotonic() + lk.ttl / 10)
-            if store_says is not None and await lk._tells_more(lost, store_says, lease.fence):
+            if store_says is not None and await lk._tells_more(store_says, lease.fence):
                 lease._lost = lost = store_says
         if not keeper.cancelled() and keeper.exception() is not None:
             raise keeper.exception()  # type: ignore[misc]  # a bug of the SDK's: say so

@@ -18,9 +18,9 @@ from redis.exceptions import ResponseError
 # another command's.
 HOLD_GRACE = 1.0
 
-# The RENEW or RELEASE attempts of one lease outstanding at once: a reply
-# swallowed by the network holds its attempt until the client's socket
-# timeout, and the next attempt must not wait for it.
+# The HOLDs of one reqid, or the RENEW or RELEASE attempts of one lease,
+# outstanding at once: a reply swallowed by the network holds its attempt
+# until it is counted lost, and the next attempt must not wait for it.
 MAX_IN_FLIGHT = 3
 
 

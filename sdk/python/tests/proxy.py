@@ -9,13 +9,15 @@ from conftest import Server
 class Proxy:
     """A TCP proxy in front of the server, on a free loopback port. It can
     swallow a reply (swallow(request, reply) says which), delay every
-    request by `delay` seconds, and cut every connection."""
+    request by `delay` seconds or one by hold_back(request) seconds, and cut
+    every connection."""
 
     def __init__(self, upstream: Server):
         self.upstream = upstream
         self.swallow: Optional[Callable[[bytes, bytes], bool]] = None
         self.swallowed: List[bytes] = []
         self.delay = 0.0
+        self.hold_back: Optional[Callable[[bytes], float]] = None
         self.requests: List[bytes] = []
         self.writers: Set[asyncio.StreamWriter] = set()
         self.pumps: Set[asyncio.Task] = set()
@@ -38,8 +40,9 @@ class Proxy:
             while data := await cr.read(65536):
                 last[0] = data
                 self.requests.append(data)
-                if self.delay:
-                    await asyncio.sleep(self.delay)
+                delay = self.delay + (self.hold_back(data) if self.hold_back is not None else 0.0)
+                if delay:
+                    await asyncio.sleep(delay)
                 sw.write(data)
                 await sw.drain()
 
@@ -63,6 +66,12 @@ class Proxy:
             for w in (cw, sw):
                 w.close()
                 self.writers.discard(w)
+
+    @staticmethod
+    def args(request: bytes) -> List[bytes]:
+        """The arguments of one request (a RESP array of bulk strings)."""
+        parts = request.split(b"\r\n")
+        return parts[2::2][:int(parts[0][1:])]
 
     def cut(self) -> int:
         """Closes every connection through the proxy; returns how many."""

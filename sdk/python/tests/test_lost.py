@@ -178,3 +178,32 @@ async def test_frozen_holder(server, admin, block):
             child.wait()
         child.stdin.close()
         child.stdout.close()
+
+
+async def test_expired_reason_stands_against_the_stores_max_hold(server, proxy, clients, admin):
+    """The renewals' replies are lost from the block's start: the store
+    takes them, so its lease lives on to its max_hold (1.5 s), while the
+    holder gives the lease up at its own deadline, "expired". The block
+    catches that and goes on until the store has revoked the lease; the
+    final RELEASE is answered "revoked maxhold", which is how the store
+    itself ends a lease: the holder's reason stands."""
+    c = clients("127.0.0.1", proxy.port, socket_timeout=0.2)
+    lk = tenure_locks.Store(c).lock("renewals-lost", ttl="1s", max_hold="1.5s")
+    released = []
+
+    def swallow(request: bytes, reply: bytes) -> bool:
+        if b"LOCK.RELEASE" in request.upper()[:40]:
+            released.append(reply)
+        return b"LOCK.RENEW" in request.upper()[:40]
+
+    with pytest.raises(tenure_locks.LostError) as err:
+        async with lk.hold("k") as lease:
+            granted = time.monotonic()
+            proxy.swallow = swallow
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                assert lease.lost is not None and lease.lost.reason == tenure_locks.REASON_EXPIRED
+            await asyncio.sleep(max(0.0, granted + 1.8 - time.monotonic()))  # past the store's max_hold
+    assert released == [b"-LOST revoked maxhold\r\n"]
+    assert err.value.reason == tenure_locks.REASON_EXPIRED and not err.value.from_store
