@@ -1,0 +1,458 @@
+import { randomBytes } from 'node:crypto';
+
+import { type Conn, type Driver } from './driver.js';
+import { type Duration, show, toMs } from './duration.js';
+import {
+  LostError, NotHeldError, OptionError, Reason, ReplyError, StoreError, describe, lostReason, superseded, transient,
+} from './errors.js';
+import { type Grant, Lease } from './lease.js';
+import { Mailbox, STOPPED, TIMEOUT, attempts, now, sleep, within } from './timing.js';
+
+// The ranges of SPEC §3, in ms.
+const minTTL = 1000, maxTTL = 3_600_000, defaultTTL = 10_000;
+const minMaxHold = 1000, maxMaxHold = 86_400_000;
+const maxLockLen = 256, maxKeyLen = 1024;
+/** the default margin is min(ttl/10, maxMargin) */
+const maxMargin = 2000;
+/**
+ * WAIT of each HOLD while waiting in line. Neither client has a read
+ * timeout by default, so the SDK keeps its own: a HOLD not answered within
+ * its WAIT plus replyGrace is taken as lost, its connection dropped, and it
+ * is asked again with the same request id.
+ */
+const waitChunk = 4000;
+const replyGrace = 2000;
+/**
+ * While waiting in line, a HOLD whose answer was lost is tried again at
+ * least this often (and at least every ttl/10), so that the place, which
+ * lingers for a second after its connection closes, is resumed.
+ */
+const maxWaitRetry = 250;
+
+export interface LockOptions {
+  /** How long a lease lasts without a renewal: 1s to 1h, default 10s. */
+  ttl?: Duration;
+  /** Caps every lease at this long after its grant (LOCK-07): 1s to 24h; default no cap. */
+  maxHold?: Duration;
+  /** Bounds the time hold waits in line; then it rejects with NotHeldError. Default: no bound. */
+  wait?: Duration;
+  /**
+   * How long before the store's deadline the holder gives the lease up:
+   * default min(ttl/10, 2s); under half the ttl and under maxHold.
+   */
+  margin?: Duration;
+}
+
+export interface HoldOptions {
+  /**
+   * Stops waiting in line when it aborts: hold rejects with NotHeldError
+   * (its cause the signal's reason), leaving no place in line and letting
+   * go any grant that raced in. Once the function runs, the signal is the
+   * function's business: it does not end the lease.
+   */
+  signal?: AbortSignal;
+}
+
+/** One named lock of a tenure store, with the options its leases are held with. */
+export class Lock {
+  readonly name: string;
+  /** @internal */ readonly ttl: number;
+  /** @internal */ readonly maxHold: number | undefined;
+  /** @internal */ readonly margin: number;
+  readonly #wait: number | undefined;
+  readonly #driver: Driver;
+
+  /** @internal */
+  constructor(driver: Driver, name: string, opts: LockOptions = {}) {
+    const bad = (why: string) => new OptionError(`lock ${JSON.stringify(name)}: ${why}`);
+    if (typeof name !== 'string' || Buffer.byteLength(name) === 0 || Buffer.byteLength(name) > maxLockLen) {
+      throw bad(`the name must be 1 to ${maxLockLen} bytes`);
+    }
+    const ttl = opts.ttl === undefined ? defaultTTL : toMs(opts.ttl, 'ttl');
+    if (!(ttl >= minTTL && ttl <= maxTTL)) throw bad(`ttl ${show(ttl)}: must be from 1s to 1h`);
+    const maxHold = opts.maxHold === undefined ? undefined : toMs(opts.maxHold, 'maxHold');
+    if (maxHold !== undefined && !(maxHold >= minMaxHold && maxHold <= maxMaxHold)) {
+      throw bad(`maxHold ${show(maxHold)}: must be from 1s to 24h`);
+    }
+    const wait = opts.wait === undefined ? undefined : toMs(opts.wait, 'wait');
+    if (wait !== undefined && wait < 0) throw bad(`wait ${show(wait)}: must not be negative`);
+    const margin = opts.margin === undefined ? Math.min(ttl / 10, maxMargin) : toMs(opts.margin, 'margin');
+    if (!(margin >= 0 && margin < ttl / 2)) throw bad(`margin ${show(margin)}: must be from 0 to under half the ttl`);
+    if (maxHold !== undefined && margin >= maxHold) throw bad(`margin ${show(margin)}: must be under maxHold`);
+    this.#driver = driver;
+    this.name = name;
+    this.ttl = Math.round(ttl);
+    this.maxHold = maxHold === undefined ? undefined : Math.round(maxHold);
+    this.#wait = wait;
+    this.margin = margin;
+  }
+
+  /**
+   * Waits in line for key, then runs fn while holding it, renewing the
+   * lease in the background, and lets the key go when fn settles.
+   *
+   * Resolves with fn's value if the lease was held until fn settled, and
+   * rejects with fn's error if it threw. Rejects with a LostError if the
+   * lease was lost before fn settled, **even if fn resolved** (fn's own
+   * error, if any, is the LostError's `fnError`); with a NotHeldError,
+   * without running fn, if the wait elapsed or options.signal aborted while
+   * waiting; with a StoreError if the store refused (a read-only user).
+   */
+  hold<T>(key: string, fn: (lease: Lease) => T | Promise<T>, options: HoldOptions = {}): Promise<T> {
+    return this.#run(key, fn, false, options.signal);
+  }
+
+  /** hold that does not wait in line: a NotHeldError at once if key is held. */
+  tryHold<T>(key: string, fn: (lease: Lease) => T | Promise<T>, options: HoldOptions = {}): Promise<T> {
+    return this.#run(key, fn, true, options.signal);
+  }
+
+  async #run<T>(key: string, fn: (lease: Lease) => T | Promise<T>, tryOnce: boolean, signal?: AbortSignal): Promise<T> {
+    const what = `hold ${this.name} ${JSON.stringify(key)}`;
+    if (typeof key !== 'string' || Buffer.byteLength(key) === 0 || Buffer.byteLength(key) > maxKeyLen) {
+      throw new OptionError(`${what}: the key must be 1 to ${maxKeyLen} bytes`);
+    }
+    if (typeof fn !== 'function') throw new OptionError(`${what}: no function`);
+    if (signal?.aborted) throw new NotHeldError(`${what}: aborted before it waited`, { cause: signal.reason });
+
+    const g = await this.#acquire(what, key, tryOnce, signal);
+    const lease = new Lease(this, key, g);
+    // A HOLD that waited in line was granted after it was sent, which is
+    // what its deadline counts from. Renew before fn starts rather than
+    // start fn on a deadline that may soon pass.
+    if (now() - g.sent >= this.ttl / 3) await this.#renewBeforeUse(what, lease, g);
+    if (signal?.aborted) {
+      await this.#release(lease.id, lease.deadline);
+      throw new NotHeldError(`${what}: aborted as the key was granted`, { cause: signal.reason });
+    }
+
+    const stop = new AbortController();
+    const keeper = lease.keep(stop.signal);
+    let value: T | undefined;
+    let failed = false;
+    let fnError: unknown;
+    try {
+      value = await fn(lease);
+    } catch (e) {
+      failed = true;
+      fnError = e;
+    }
+    stop.abort();
+    await keeper;
+    const lost = await this.#letGo(lease);
+    if (lost !== null) {
+      if (failed) lost.fnError = fnError;
+      throw lost;
+    }
+    if (failed) throw fnError;
+    return value as T;
+  }
+
+  /**
+   * Gets key for one request id (SPEC §8). Waiting in line is a chain of
+   * HOLDs with that id, each waiting one chunk, each sent (on the other of
+   * two connections of the hold's own) once half of the previous one's
+   * WAIT has passed: the store answers the older one "superseded" and the
+   * place never lingers, so no later waiter is served first (LOCK-08).
+   * Whichever answer carries the grant wins; a duplicate is the same lease
+   * (LOCK-03). A lost answer is asked again with the same id.
+   */
+  async #acquire(what: string, key: string, tryOnce: boolean, signal?: AbortSignal): Promise<Grant> {
+    const reqid = randomBytes(16).toString('hex');
+    const start = now();
+    const waitUntil = tryOnce ? start : this.#wait === undefined ? undefined : start + this.#wait;
+    const retryEvery = Math.min(this.ttl / 10, maxWaitRetry);
+    const conns = new Conns(this.#driver);
+    const box = new Mailbox<Arrival>();
+    const onAbort = () => box.push({ cancelled: true });
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    let inFlight = 0;
+    let nextSend: number | undefined = start;
+    let failingSince: number | undefined;
+    let result: { grant: Grant } | { error: Error };
+    for (;;) {
+      let t = now();
+      if (nextSend !== undefined && t >= nextSend) {
+        const wait = waitUntil === undefined ? waitChunk : Math.max(0, Math.min(waitChunk, waitUntil - t));
+        // The next chunk goes out once half of this one has passed; the
+        // last chunk of a bounded wait needs no successor.
+        nextSend = wait === 0 || (waitUntil !== undefined && t + wait >= waitUntil) ? undefined : t + wait / 2;
+        inFlight++;
+        this.#sendHold(conns, key, reqid, wait).then((out) => box.push({ out }));
+      }
+      const arrival = await box.next(nextSend === undefined ? Infinity : nextSend - now());
+      if (arrival === TIMEOUT || arrival === STOPPED) continue;
+      if ('cancelled' in arrival) {
+        result = { error: await this.#abandon(what, conns, key, reqid, retryEvery, signal!) };
+        break;
+      }
+      inFlight--;
+      const out = arrival.out;
+      t = now();
+      const elapsed = waitUntil !== undefined && t >= waitUntil;
+      if (out.ok) {
+        if (out.grant !== null) {
+          result = { grant: out.grant };
+          break;
+        }
+        // Not granted within its WAIT; the place lingers.
+        failingSince = undefined;
+        if (elapsed && inFlight === 0) {
+          result = {
+            error: new NotHeldError(tryOnce || this.#wait === 0
+              ? `${what}: held by another`
+              : `${what}: waited ${show(this.#wait!)}`),
+          };
+          break;
+        }
+      } else if (superseded(out.error)) {
+        failingSince = undefined; // our own next chunk took the place
+      } else {
+        const reason = lostReason(out.error);
+        if (reason !== undefined) {
+          // Granted, but the answer was lost and the lease ended before
+          // this retry: fn never ran.
+          result = { error: new NotHeldError(`${what}: the grant's answer was lost, and then the lease: ${reason}`) };
+          break;
+        }
+        if (!transient(out.error)) {
+          result = { error: refused(what, out.error) };
+          break;
+        }
+        failingSince ??= out.sent;
+        if (t - failingSince > this.ttl) {
+          // Any lease granted on the way has run out by now.
+          result = { error: new StoreError(`${what}: no answer for ${show(this.ttl)}: ${describe(out.error)}`, '') };
+          break;
+        }
+        if (inFlight === 0) {
+          // It may have been granted: ask again with the same id, a last
+          // time with WAIT 0 if the wait is over.
+          const retry = out.sent + retryEvery;
+          nextSend = nextSend === undefined ? retry : Math.min(nextSend, retry);
+        }
+      }
+      if (inFlight === 0 && nextSend === undefined) nextSend = now();
+    }
+    signal?.removeEventListener('abort', onAbort);
+    if ('grant' in result) {
+      // Any HOLD still out carries the same request id: it answers the
+      // same lease or "superseded". Its connection is no longer needed.
+      conns.closeAll();
+      return result.grant;
+    }
+    // A chunk still out may yet be granted: let any grant go, in the
+    // background, then close the connections.
+    void (async () => {
+      while (inFlight > 0) {
+        const a = await box.next(Infinity);
+        if (a === TIMEOUT || a === STOPPED || 'cancelled' in a) continue;
+        inFlight--;
+        if (a.out.ok && a.out.grant !== null) {
+          await this.#release(a.out.grant.id, a.out.grant.received + a.out.grant.left);
+        }
+      }
+      conns.closeAll();
+    })();
+    throw result.error;
+  }
+
+  /**
+   * Stops waiting for reqid once the user's signal aborts. A HOLD with the
+   * same reqid and WAIT 0 answers the blocked one at once (superseded),
+   * leaves the place to linger, passed over, and says whether a grant came
+   * first (then it is that grant, LOCK-03, and it is let go). An answer lost
+   * on the way says nothing: it is asked again until the store answers or
+   * a ttl has passed (any grant has run out by then).
+   */
+  async #abandon(what: string, conns: Conns, key: string, reqid: string, retryEvery: number,
+    signal: AbortSignal): Promise<Error> {
+    const giveUp = now() + this.ttl;
+    for (;;) {
+      const probe = await this.#sendHold(conns, key, reqid, 0);
+      if (probe.ok) {
+        if (probe.grant !== null) await this.#release(probe.grant.id, probe.grant.received + probe.grant.left);
+        break;
+      }
+      if (!transient(probe.error) || superseded(probe.error) || now() >= giveUp) break;
+      await sleep(retryEvery);
+    }
+    return new NotHeldError(`${what}: aborted while waiting in line`, { cause: signal.reason });
+  }
+
+  /** Sends one HOLD with WAIT wait on a connection of the hold's own. */
+  async #sendHold(conns: Conns, key: string, reqid: string, wait: number): Promise<HoldOutcome> {
+    let conn: Conn;
+    try {
+      conn = await conns.take();
+    } catch (error) {
+      return { ok: false, sent: now(), error };
+    }
+    // WAIT rounds up: a wait is waited in full.
+    const args = ['LOCK.HOLD', this.name, key, reqid, 'TTL', String(this.ttl), 'WAIT', String(Math.ceil(wait))];
+    if (this.maxHold !== undefined) args.push('MAXHOLD', String(this.maxHold));
+    const sent = now();
+    try {
+      const reply = await within(conn.send(args), wait + replyGrace);
+      if (reply === TIMEOUT) {
+        conns.drop(conn);
+        return { ok: false, sent, error: new Error(`no answer to LOCK.HOLD within ${show(wait + replyGrace)}`) };
+      }
+      conns.give(conn);
+      return { ok: true, sent, grant: parseGrant(reply, sent, now()) };
+    } catch (error) {
+      if (error instanceof ReplyError) conns.give(conn);
+      else conns.drop(conn);
+      return { ok: false, sent, error };
+    }
+  }
+
+  /** @internal */
+  async renew(id: string): Promise<number> {
+    return Number(await this.#driver.call(['LOCK.RENEW', id]));
+  }
+
+  /**
+   * Renews a lease that was granted after waiting in line, before fn
+   * starts. The store's deadline is at most the answer's arrival plus the
+   * ttl it answered: renewals are tried until then.
+   */
+  async #renewBeforeUse(what: string, lease: Lease, g: Grant): Promise<void> {
+    const ended = await attempts(g.received + g.left, this.ttl / 10, () => this.renew(lease.id), isLost);
+    if (ended.kind === 'answered') {
+      if (ended.out.ok) {
+        lease.renewedBeforeUse(ended.out.sent, ended.out.value);
+        return;
+      }
+      throw new NotHeldError(`${what}: the lease ended before the function started: ${lostReason(ended.out.error)}`);
+    }
+    await this.#release(lease.id, now() + this.ttl / 10);
+    const last = ended.kind === 'gaveUp' ? ended.last : undefined;
+    throw new StoreError(`${what}: renew after the grant: ${describe(last)}`, '');
+  }
+
+  /**
+   * Lets the lease go once fn has settled (SPEC §8): releases it with its
+   * id, retried until the holder's deadline. Returns why the lease was
+   * lost, if it was before fn settled; a RELEASE answered -LOST says so too.
+   *
+   * A reason the holder already knows stands: the store's answer replaces
+   * it only when it tells more. After the holder's own deadline passed, a
+   * store that forgot the ended lease answers "unknown lease", which is not
+   * news; an admin's revoke that came first is, and so is a restart (the
+   * store's epoch differs from the fence's).
+   */
+  async #letGo(lease: Lease): Promise<LostError | null> {
+    const ours = lease.end();
+    if (ours === null) {
+      const storeSays = await this.#release(lease.id, lease.deadline);
+      if (storeSays !== null) lease.lose(storeSays);
+      return storeSays;
+    }
+    if (ours.fromStore) return ours;
+    // Given up by the holder's clock: the store may still hold it for a
+    // margin. One try hands it to the next in line early, and may say what
+    // the store knows.
+    const storeSays = await this.#release(lease.id, now() + this.ttl / 10);
+    if (storeSays === null) return ours;
+    const tellsMore = storeSays.reason === Reason.revoked ||
+      (storeSays.reason === Reason.unknownLease && await this.#epochChanged(lease));
+    return tellsMore ? storeSays : ours;
+  }
+
+  /**
+   * Whether the store is in another epoch than the one that granted the
+   * lease (fence >> 32, SPEC §2): it restarted since. Unknown counts as no.
+   */
+  async #epochChanged(lease: Lease): Promise<boolean> {
+    try {
+      const info = String(await within(this.#driver.call(['INFO', 'locks']), this.ttl / 10));
+      const m = info.match(/^epoch:(\d+)/m);
+      return m !== null && BigInt(m[1]!) !== lease.fence >> 32n;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Releases lease id: RELEASE, retried with the same id until one is
+   * answered or `until` passes. Returns the store's -LOST answer, if any
+   * but "released" (a retry of a RELEASE that did release).
+   */
+  async #release(id: string, until: number): Promise<LostError | null> {
+    const ended = await attempts(until, this.ttl / 10, () => this.#driver.call(['LOCK.RELEASE', id]), isLost);
+    if (ended.kind !== 'answered' || ended.out.ok) return null;
+    const reason = lostReason(ended.out.error);
+    return reason === undefined || reason === Reason.released ? null : new LostError(reason, true);
+  }
+}
+
+type HoldOutcome = { ok: true; sent: number; grant: Grant | null } | { ok: false; sent: number; error: unknown };
+type Arrival = { out: HoldOutcome } | { cancelled: true };
+
+const isLost = (e: unknown) => lostReason(e) !== undefined;
+
+function refused(what: string, e: unknown): Error {
+  const line = e instanceof ReplyError ? e.message : describe(e);
+  return new StoreError(`${what}: the store refused: ${line}`, line);
+}
+
+/** A HOLD's reply: null (not granted within WAIT) or [leaseid, fence, ttl left]. */
+function parseGrant(reply: unknown, sent: number, received: number): Grant | null {
+  if (reply === null) return null;
+  if (Array.isArray(reply) && reply.length === 3) {
+    const [id, fence, left] = reply;
+    const f = typeof fence === 'bigint' || typeof fence === 'string' ? BigInt(fence) : undefined;
+    if (typeof id === 'string' && id.length === 32 && f !== undefined && f > 0n) {
+      return { id, fence: f, left: Number(left), sent, received };
+    }
+  }
+  throw new Error(`LOCK.HOLD replied ${String(reply)}, want [leaseid fence ttl]`);
+}
+
+/**
+ * The connections of one hold's wait in line: duplicates of the user's
+ * client, so that it is never blocked behind a waiting HOLD. With the
+ * overlap of chunks two are in use, alternating; a broken one is dropped
+ * and a new one opened.
+ */
+class Conns {
+  readonly #driver: Driver;
+  readonly #idle: Conn[] = [];
+  readonly #all = new Set<Conn>();
+  #closed = false;
+
+  constructor(driver: Driver) {
+    this.#driver = driver;
+  }
+
+  async take(): Promise<Conn> {
+    const c = this.#idle.pop();
+    if (c !== undefined) return c;
+    const fresh = await this.#driver.open();
+    if (this.#closed) {
+      fresh.close();
+      throw new Error('the hold is over');
+    }
+    this.#all.add(fresh);
+    return fresh;
+  }
+
+  give(c: Conn): void {
+    if (this.#closed) c.close();
+    else this.#idle.push(c);
+  }
+
+  drop(c: Conn): void {
+    this.#all.delete(c);
+    c.close();
+  }
+
+  closeAll(): void {
+    this.#closed = true;
+    for (const c of this.#all) c.close();
+    this.#all.clear();
+    this.#idle.length = 0;
+  }
+}
