@@ -98,7 +98,7 @@ export const clients = {
     async connect(port, { user, password } = {}) {
       const c = redis5.createClient({ socket: { host: '127.0.0.1', port }, username: user, password });
       c.on('error', () => {});
-      await c.connect();
+      await c.connect().catch((e) => { c.destroy(); throw e; });
       return c;
     },
     quit: (c) => c.destroy(),
@@ -108,7 +108,7 @@ export const clients = {
     async connect(port, { user, password } = {}) {
       const c = redis6.createClient({ socket: { host: '127.0.0.1', port }, username: user, password, RESP: 2 });
       c.on('error', () => {});
-      await c.connect();
+      await c.connect().catch((e) => { c.destroy(); throw e; });
       return c;
     },
     quit: (c) => c.destroy(),
@@ -118,7 +118,7 @@ export const clients = {
     async connect(port, { user, password } = {}) {
       const c = new Redis({ host: '127.0.0.1', port, username: user, password, lazyConnect: true });
       c.on('error', () => {});
-      await c.connect();
+      await c.connect().catch((e) => { c.disconnect(); throw e; });
       return c;
     },
     quit: (c) => c.disconnect(),
