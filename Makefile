@@ -1,11 +1,12 @@
 # tenure: `make run` starts the server with its data in ./data;
 # `make test` runs every test. Both need only Go (modules are fetched as
-# needed), and make test cargo as well, for the Rust SDK, and apt-get for
-# the Python SDK's packages.
+# needed), and make test cargo as well, for the Rust SDK, apt-get for
+# the Python SDK's packages, and Node (20 or later) with npm, for the
+# TypeScript SDK.
 GO       ?= go
 FUZZTIME ?= 30s
 
-.PHONY: build run test test-rust test-python vet fuzz torture clean
+.PHONY: build run test test-rust test-python test-ts vet fuzz torture clean
 
 build:
 	$(GO) build -o bin/tenure ./cmd/tenure
@@ -20,6 +21,7 @@ test:
 	$(GO) test -race -timeout 9m ./...
 	$(MAKE) test-rust
 	$(MAKE) test-python
+	$(MAKE) test-ts
 
 # The Rust SDK (sdk/rust, std only, so --offline): its tests build
 # cmd/tenure with go build and start it themselves. Clippy too, if installed.
@@ -45,6 +47,11 @@ test-python:
 	}
 	cd sdk/python && GO='$(GO)' PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -W error -q -p no:cacheprovider; \
 		rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; exit $$rc
+# The TypeScript SDK (sdk/ts): npm ci installs its dev dependencies (tsc and
+# the clients it is tested over), the build compiles it to dist/, and its
+# tests build cmd/tenure with go build and start it themselves.
+test-ts:
+	cd sdk/ts && npm ci --no-audit --no-fund && npm run build && GO=$(GO) npm test
 
 # Every fuzz target in turn, FUZZTIME each (make fuzz FUZZTIME=10m). A new
 # input is minimized for at most FUZZMIN: the targets that talk to a server
