@@ -47,6 +47,7 @@ test-python:
 	}
 	cd sdk/python && GO='$(GO)' PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -W error -q -p no:cacheprovider; \
 		rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; exit $$rc
+
 # The TypeScript SDK (sdk/ts): npm ci installs its dev dependencies (tsc and
 # the clients it is tested over), the build compiles it to dist/, and its
 # tests build cmd/tenure with go build and start it themselves.
