@@ -28,6 +28,15 @@ const replyGrace = 2000;
  * lingers for a second after its connection closes, is resumed.
  */
 const maxWaitRetry = 250;
+/**
+ * The next chunk is sent at wait/overlapAt into the current one: early, so
+ * that it has three quarters of the chunk to reach the store (a busy
+ * machine, a slow network, a pause of the collector) before the place
+ * would linger.
+ */
+const overlapAt = 4;
+/** HOLDs of one hold outstanding at once: a hung one does not stop the next, up to this. */
+const maxHoldsInFlight = 3;
 
 export interface LockOptions {
   /** How long a lease lasts without a renewal: 1s to 1h, default 10s. */
@@ -122,7 +131,7 @@ export class Lock {
     // start fn on a deadline that may soon pass.
     if (now() - g.sent >= this.ttl / 3) await this.#renewBeforeUse(what, lease, g);
     if (signal?.aborted) {
-      await this.#release(lease.id, lease.deadline);
+      await this.release(lease.id, lease.deadline);
       throw new NotHeldError(`${what}: aborted as the key was granted`, { cause: signal.reason });
     }
 
@@ -151,110 +160,119 @@ export class Lock {
   /**
    * Gets key for one request id (SPEC §8). Waiting in line is a chain of
    * HOLDs with that id, each waiting one chunk, each sent (on the other of
-   * two connections of the hold's own) once half of the previous one's
-   * WAIT has passed: the store answers the older one "superseded" and the
-   * place never lingers, so no later waiter is served first (LOCK-08).
-   * Whichever answer carries the grant wins; a duplicate is the same lease
-   * (LOCK-03). A lost answer is asked again with the same id.
+   * two connections of the hold's own) a quarter into the previous one's
+   * WAIT: the store answers the older one "superseded" and the place never
+   * lingers, so no later waiter is served first (LOCK-08). Whichever answer
+   * carries the grant wins; a duplicate is the same lease (LOCK-03). A lost
+   * answer is asked again with the same id.
+   *
+   * The last chunk of a bounded wait has no successor, nor has a chunk
+   * whose WAIT ran out before its successor went (this process paused): its
+   * answer comes first, as it may be the grant, and a HOLD sent long after
+   * a grant may reach a store that has forgotten the request id. A grant
+   * other than the one kept, from such a HOLD, is let go.
    */
   async #acquire(what: string, key: string, tryOnce: boolean, signal?: AbortSignal): Promise<Grant> {
     const reqid = randomBytes(16).toString('hex');
-    const start = now();
-    const waitUntil = tryOnce ? start : this.#wait === undefined ? undefined : start + this.#wait;
+    const waitUntil = tryOnce ? now() : this.#wait === undefined ? undefined : now() + this.#wait;
+    let last = tryOnce || this.#wait === 0; // the next HOLD is the last try
     const retryEvery = Math.min(this.ttl / 10, maxWaitRetry);
-    const conns = new Conns(this.#driver);
-    const box = new Mailbox<Arrival>();
-    const onAbort = () => box.push({ cancelled: true });
+    const calls = new HoldCalls(this, new Conns(this.#driver), key, reqid);
+    const onAbort = () => calls.box.push({ cancelled: true });
     signal?.addEventListener('abort', onAbort, { once: true });
 
-    let inFlight = 0;
-    let nextSend: number | undefined = start;
-    let failingSince: number | undefined;
-    let result: { grant: Grant } | { error: Error };
-    for (;;) {
-      let t = now();
-      if (nextSend !== undefined && t >= nextSend) {
-        const wait = waitUntil === undefined ? waitChunk : Math.max(0, Math.min(waitChunk, waitUntil - t));
-        // The next chunk goes out once half of this one has passed; the
-        // last chunk of a bounded wait needs no successor.
-        nextSend = wait === 0 || (waitUntil !== undefined && t + wait >= waitUntil) ? undefined : t + wait / 2;
-        inFlight++;
-        this.#sendHold(conns, key, reqid, wait).then((out) => box.push({ out }));
+    let failingSince: number | undefined; // the first of the failures since the last answer
+    let cur: HoldCall = { seq: 0, sent: 0, wait: 0, open: false }; // the newest HOLD sent
+    let nextAt: number | undefined; // when to send the next HOLD; undefined: when cur answers
+    // Sends the next HOLD, one chunk (or less, at the end of a bounded
+    // wait); false if the wait is over.
+    const send = (): boolean => {
+      let wait = waitChunk;
+      if (last) wait = 0;
+      else if (waitUntil !== undefined) {
+        let rem = waitUntil - now();
+        if (rem <= 0) {
+          if (failingSince === undefined) return false;
+          // The last HOLD failed: it may have been granted. A last try
+          // with the same request id says.
+          rem = 0;
+          last = true;
+        }
+        wait = Math.min(wait, rem);
       }
-      const arrival = await box.next(nextSend === undefined ? Infinity : nextSend - now());
-      if (arrival === TIMEOUT || arrival === STOPPED) continue;
-      if ('cancelled' in arrival) {
-        result = { error: await this.#abandon(what, conns, key, reqid, retryEvery, signal!) };
+      cur = calls.send(wait);
+      const final = last || (waitUntil !== undefined && cur.sent + wait >= waitUntil);
+      nextAt = final ? undefined : cur.sent + wait / overlapAt;
+      return true;
+    };
+    const waited = () => new NotHeldError(tryOnce || this.#wait === 0
+      ? `${what}: held by another`
+      : `${what}: waited ${show(this.#wait!)}`);
+
+    let result: { grant: Grant } | { error: Error } | undefined;
+    send();
+    while (result === undefined) {
+      const a = await calls.box.next(nextAt === undefined ? Infinity : nextAt - now());
+      if (a === STOPPED) continue;
+      if (a === TIMEOUT) {
+        if (cur.open && now() >= cur.sent + cur.wait) {
+          // cur's WAIT has run out: too late to overlap it (this process
+          // paused, or is overloaded), and its answer is due.
+          nextAt = undefined;
+        } else if (calls.inFlight >= maxHoldsInFlight) {
+          nextAt = undefined; // older HOLDs hang: the next goes when one answers
+          calls.stalled = true;
+        } else if (!send()) {
+          nextAt = undefined; // the wait is over: cur's answer ends it
+        }
+        continue;
+      }
+      if ('cancelled' in a) {
+        result = { error: await this.#abandon(what, calls, retryEvery, signal!) };
         break;
       }
-      inFlight--;
-      const out = arrival.out;
-      t = now();
-      const elapsed = waitUntil !== undefined && t >= waitUntil;
-      if (out.ok) {
-        if (out.grant !== null) {
-          result = { grant: out.grant };
-          break;
+      calls.inFlight--;
+      const out = a.out;
+      const newest = a.seq === cur.seq;
+      if (newest) cur.open = false;
+      if (out.ok && out.grant !== null) {
+        result = { grant: out.grant };
+        break;
+      }
+      const error = out.ok ? undefined : out.error;
+      if (!newest && (out.ok || transient(error))) {
+        // An older chunk: its WAIT ran out, it was superseded by the newer
+        // one, or it failed; the newer one carries on.
+        if (calls.stalled) {
+          calls.stalled = false;
+          nextAt = now();
         }
+        continue;
+      }
+      if (out.ok) {
         // Not granted within its WAIT; the place lingers.
         failingSince = undefined;
-        if (elapsed && inFlight === 0) {
-          result = {
-            error: new NotHeldError(tryOnce || this.#wait === 0
-              ? `${what}: held by another`
-              : `${what}: waited ${show(this.#wait!)}`),
-          };
-          break;
-        }
-      } else if (superseded(out.error)) {
-        failingSince = undefined; // our own next chunk took the place
-      } else {
-        const reason = lostReason(out.error);
-        if (reason !== undefined) {
-          // Granted, but the answer was lost and the lease ended before
-          // this retry: fn never ran.
-          result = { error: new NotHeldError(`${what}: the grant's answer was lost, and then the lease: ${reason}`) };
-          break;
-        }
-        if (!transient(out.error)) {
-          result = { error: refused(what, out.error) };
-          break;
-        }
-        failingSince ??= out.sent;
-        if (t - failingSince > this.ttl) {
-          // Any lease granted on the way has run out by now.
-          result = { error: new StoreError(`${what}: no answer for ${show(this.ttl)}: ${describe(out.error)}`, '') };
-          break;
-        }
-        if (inFlight === 0) {
-          // It may have been granted: ask again with the same id, a last
-          // time with WAIT 0 if the wait is over.
-          const retry = out.sent + retryEvery;
-          nextSend = nextSend === undefined ? retry : Math.min(nextSend, retry);
-        }
+        if (last || !send()) result = { error: waited() };
+        continue;
       }
-      if (inFlight === 0 && nextSend === undefined) nextSend = now();
+      const reason = lostReason(error);
+      if (reason !== undefined) {
+        // Granted, but the answer was lost and the lease ended before this
+        // retry: fn never ran.
+        result = { error: new NotHeldError(`${what}: the grant's answer was lost, and then the lease: ${reason}`) };
+      } else if (!transient(error)) {
+        result = { error: refused(what, error) };
+      } else if (now() - (failingSince ??= out.sent) > this.ttl) {
+        // Any lease granted on the way has run out by now.
+        result = { error: new StoreError(`${what}: no answer for ${show(this.ttl)}: ${describe(error)}`, '') };
+      } else {
+        nextAt = out.sent + retryEvery; // retry the newest, after a pause
+        if (waitUntil !== undefined && now() >= waitUntil) nextAt = now(); // send makes it the last try
+      }
     }
     signal?.removeEventListener('abort', onAbort);
-    if ('grant' in result) {
-      // Any HOLD still out carries the same request id: it answers the
-      // same lease or "superseded". Its connection is no longer needed.
-      conns.closeAll();
-      return result.grant;
-    }
-    // A chunk still out may yet be granted: let any grant go, in the
-    // background, then close the connections.
-    void (async () => {
-      while (inFlight > 0) {
-        const a = await box.next(Infinity);
-        if (a === TIMEOUT || a === STOPPED || 'cancelled' in a) continue;
-        inFlight--;
-        if (a.out.ok && a.out.grant !== null) {
-          await this.#release(a.out.grant.id, a.out.grant.received + a.out.grant.left);
-        }
-      }
-      conns.closeAll();
-    })();
+    calls.settle('grant' in result ? result.grant.id : undefined);
+    if ('grant' in result) return result.grant;
     throw result.error;
   }
 
@@ -266,13 +284,12 @@ export class Lock {
    * on the way says nothing: it is asked again until the store answers or
    * a ttl has passed (any grant has run out by then).
    */
-  async #abandon(what: string, conns: Conns, key: string, reqid: string, retryEvery: number,
-    signal: AbortSignal): Promise<Error> {
+  async #abandon(what: string, calls: HoldCalls, retryEvery: number, signal: AbortSignal): Promise<Error> {
     const giveUp = now() + this.ttl;
     for (;;) {
-      const probe = await this.#sendHold(conns, key, reqid, 0);
+      const probe = await this.sendHold(calls.conns, calls.key, calls.reqid, 0);
       if (probe.ok) {
-        if (probe.grant !== null) await this.#release(probe.grant.id, probe.grant.received + probe.grant.left);
+        if (probe.grant !== null) await this.release(probe.grant.id, probe.grant.received + probe.grant.left);
         break;
       }
       if (!transient(probe.error) || superseded(probe.error) || now() >= giveUp) break;
@@ -281,8 +298,8 @@ export class Lock {
     return new NotHeldError(`${what}: aborted while waiting in line`, { cause: signal.reason });
   }
 
-  /** Sends one HOLD with WAIT wait on a connection of the hold's own. */
-  async #sendHold(conns: Conns, key: string, reqid: string, wait: number): Promise<HoldOutcome> {
+  /** @internal Sends one HOLD with WAIT wait on a connection of the hold's own. */
+  async sendHold(conns: Conns, key: string, reqid: string, wait: number): Promise<HoldOutcome> {
     let conn: Conn;
     try {
       conn = await conns.take();
@@ -327,7 +344,7 @@ export class Lock {
       }
       throw new NotHeldError(`${what}: the lease ended before the function started: ${lostReason(ended.out.error)}`);
     }
-    await this.#release(lease.id, now() + this.ttl / 10);
+    await this.release(lease.id, now() + this.ttl / 10);
     const last = ended.kind === 'gaveUp' ? ended.last : undefined;
     throw new StoreError(`${what}: renew after the grant: ${describe(last)}`, '');
   }
@@ -346,7 +363,7 @@ export class Lock {
   async #letGo(lease: Lease): Promise<LostError | null> {
     const ours = lease.end();
     if (ours === null) {
-      const storeSays = await this.#release(lease.id, lease.deadline);
+      const storeSays = await this.release(lease.id, lease.deadline);
       if (storeSays !== null) lease.lose(storeSays);
       return storeSays;
     }
@@ -354,7 +371,7 @@ export class Lock {
     // Given up by the holder's clock: the store may still hold it for a
     // margin. One try hands it to the next in line early, and may say what
     // the store knows.
-    const storeSays = await this.#release(lease.id, now() + this.ttl / 10);
+    const storeSays = await this.release(lease.id, now() + this.ttl / 10);
     if (storeSays === null) return ours;
     const tellsMore = storeSays.reason === Reason.revoked ||
       (storeSays.reason === Reason.unknownLease && await this.#epochChanged(lease));
@@ -380,7 +397,8 @@ export class Lock {
    * answered or `until` passes. Returns the store's -LOST answer, if any
    * but "released" (a retry of a RELEASE that did release).
    */
-  async #release(id: string, until: number): Promise<LostError | null> {
+  /** @internal */
+  async release(id: string, until: number): Promise<LostError | null> {
     const ended = await attempts(until, this.ttl / 10, () => this.#driver.call(['LOCK.RELEASE', id]), isLost);
     if (ended.kind !== 'answered' || ended.out.ok) return null;
     const reason = lostReason(ended.out.error);
@@ -389,7 +407,70 @@ export class Lock {
 }
 
 type HoldOutcome = { ok: true; sent: number; grant: Grant | null } | { ok: false; sent: number; error: unknown };
-type Arrival = { out: HoldOutcome } | { cancelled: true };
+type Arrival = { seq: number; out: HoldOutcome } | { cancelled: true };
+
+/** One HOLD that acquire sent. */
+interface HoldCall {
+  seq: number;
+  sent: number;
+  wait: number;
+  /** not answered yet */
+  open: boolean;
+}
+
+/**
+ * The HOLDs of one request id. While acquire runs, their answers go to
+ * box; once it has settled, an answer that carries a grant other than the
+ * one it kept (a HOLD that reached the store after it forgot the request
+ * id) is let go, and the connections are closed once every HOLD answered.
+ */
+class HoldCalls {
+  readonly box = new Mailbox<Arrival>();
+  inFlight = 0;
+  /** the next HOLD waits for one in flight to answer */
+  stalled = false;
+  #seq = 0;
+  #settled = false;
+  #kept: string | undefined;
+
+  constructor(readonly lock: Lock, readonly conns: Conns, readonly key: string, readonly reqid: string) {}
+
+  send(wait: number): HoldCall {
+    const call = { seq: ++this.#seq, sent: now(), wait, open: true };
+    this.inFlight++;
+    void this.lock.sendHold(this.conns, this.key, this.reqid, wait).then(async (out) => {
+      if (!this.#settled) {
+        this.box.push({ seq: call.seq, out });
+        return;
+      }
+      this.inFlight--;
+      await this.#letGoUnkept(out);
+      if (this.inFlight === 0) this.conns.closeAll();
+    });
+    return call;
+  }
+
+  /** acquire is done: kept is the lease it returned, if any. */
+  settle(kept: string | undefined): void {
+    this.#settled = true;
+    this.#kept = kept;
+    void (async () => {
+      for (let a = await this.box.next(0); a !== TIMEOUT && a !== STOPPED; a = await this.box.next(0)) {
+        if ('out' in a) {
+          this.inFlight--;
+          await this.#letGoUnkept(a.out);
+        }
+      }
+      if (this.inFlight === 0) this.conns.closeAll();
+    })();
+  }
+
+  async #letGoUnkept(out: HoldOutcome): Promise<void> {
+    if (out.ok && out.grant !== null && out.grant.id !== this.#kept) {
+      await this.lock.release(out.grant.id, out.grant.received + out.grant.left);
+    }
+  }
+}
 
 const isLost = (e: unknown) => lostReason(e) !== undefined;
 
