@@ -154,7 +154,8 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A TCP proxy in front of the server: cut() closes every connection through
- * it; swallowNext(pred) drops the next reply to a command whose text
+ * it; watch(text) counts the commands and replies that contain text;
+ * swallowNext(pred) drops the next reply to a command whose text
  * matches pred (the connection stays open, the reply never arrives).
  */
 export class Proxy {
@@ -168,6 +169,7 @@ export class Proxy {
       p.socks.add(upstream);
       let swallowReply = false;
       client.on('data', (d) => {
+        p.count(d, p.sentCounts);
         if (p.swallow && p.swallow(d.toString('latin1'))) {
           p.swallow = null;
           swallowReply = true;
@@ -175,6 +177,7 @@ export class Proxy {
         upstream.write(d);
       });
       upstream.on('data', (d) => {
+        p.count(d, p.answerCounts);
         if (swallowReply) {
           swallowReply = false;
           p.swallowed++;
@@ -194,9 +197,25 @@ export class Proxy {
       upstream.on('error', close);
     });
     p.swallowed = 0;
+    p.watched = [];
+    p.sentCounts = new Map(); // watched text -> times seen in commands
+    p.answerCounts = new Map(); // watched text -> times seen in replies
     await new Promise((r) => p.server.listen(0, '127.0.0.1', r));
     p.port = p.server.address().port;
     return p;
+  }
+
+  /** Counts, from now on, the commands and replies that contain text. */
+  watch(text) {
+    this.watched.push(text);
+  }
+
+  count(d, counts) {
+    const text = d.toString('latin1');
+    for (const w of this.watched) {
+      const n = text.split(w).length - 1;
+      if (n > 0) counts.set(w, (counts.get(w) ?? 0) + n);
+    }
   }
 
   swallowNext(pred) {

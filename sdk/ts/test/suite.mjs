@@ -211,6 +211,33 @@ export function suite(kindName) {
       assert.deepEqual(order, [0, 1, 2, 3]);
     });
 
+    test("a waiter's chunks overlap: each next HOLD supersedes the one before, on the waiter's own connections", async () => {
+      const proxy = await Proxy.start(server.port);
+      try {
+        const name = lockName('overlap');
+        const holder = tenure(await connect()).lock(name);
+        const user = await connect(proxy.port);
+        const waiter = tenure(user).lock(name);
+        proxy.watch(name);
+        proxy.watch('superseded by a retry of the same request');
+        let waiting;
+        await holder.hold('k', async () => {
+          waiting = waiter.hold('k', () => 'served');
+          await until(async () => (await keyInfo(kind, admin, name, 'k'))?.waiters === 1, 3000, 'waiting');
+          // The user's client is not blocked behind the waiting HOLD.
+          assert.equal(await kind.send(user, 'PING'), 'PONG');
+          await sleep(4500); // a chunk is 4 s; the next goes a quarter into it
+        });
+        assert.equal(await waiting, 'served');
+        const holds = proxy.sentCounts.get(name);
+        const superseded = proxy.answerCounts.get('superseded by a retry of the same request') ?? 0;
+        assert.ok(holds >= 4, `${holds} HOLDs in 4.5 s of waiting`);
+        assert.ok(superseded >= holds - 2, `${superseded} of ${holds} HOLDs answered superseded`);
+      } finally {
+        proxy.close();
+      }
+    });
+
     test('a bounded wait gives up with NotHeldError', async () => {
       const name = lockName('wait');
       const holder = tenure(await connect()).lock(name);
