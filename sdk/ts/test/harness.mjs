@@ -14,7 +14,8 @@ import * as redis5 from 'redis5';
 import * as redis6 from 'redis6';
 import { Redis } from 'ioredis';
 
-const bin = join(dirname(fileURLToPath(import.meta.url)), '..', '.build', 'tenure');
+// TENURE_BIN runs the suite against another build of the server.
+const bin = process.env.TENURE_BIN ?? join(dirname(fileURLToPath(import.meta.url)), '..', '.build', 'tenure');
 
 export const sha256 = (s) => createHash('sha256').update(s).digest('hex');
 
@@ -114,6 +115,26 @@ export const clients = {
     quit: (c) => c.destroy(),
     send: (c, ...args) => c.sendCommand(args.map(String)),
   },
+  'node-redis 5 (RESP3)': {
+    async connect(port, { user, password } = {}) {
+      const c = redis5.createClient({ socket: { host: '127.0.0.1', port }, username: user, password, RESP: 3 });
+      c.on('error', () => {});
+      await c.connect().catch((e) => { c.destroy(); throw e; });
+      return c;
+    },
+    quit: (c) => c.destroy(),
+    send: (c, ...args) => c.sendCommand(args.map(String)),
+  },
+  'node-redis 6 (its default, RESP3)': {
+    async connect(port, { user, password } = {}) {
+      const c = redis6.createClient({ socket: { host: '127.0.0.1', port }, username: user, password });
+      c.on('error', () => {});
+      await c.connect().catch((e) => { c.destroy(); throw e; });
+      return c;
+    },
+    quit: (c) => c.destroy(),
+    send: (c, ...args) => c.sendCommand(args.map(String)),
+  },
   'ioredis 5': {
     async connect(port, { user, password } = {}) {
       const c = new Redis({ host: '127.0.0.1', port, username: user, password, lazyConnect: true });
@@ -126,6 +147,21 @@ export const clients = {
   },
 };
 
+/** Whether the server speaks RESP3: HELLO 3 is not answered -NOPROTO. */
+export async function speaksResp3() {
+  const s = await Server.start();
+  try {
+    const reply = await new Promise((resolve, reject) => {
+      const c = net.connect(s.port, '127.0.0.1', () => c.write('HELLO 3\r\n'));
+      c.once('data', (d) => { c.destroy(); resolve(d.toString('latin1')); });
+      c.once('error', reject);
+    });
+    return !reply.startsWith('-NOPROTO');
+  } finally {
+    await s.stop();
+  }
+}
+
 /** INFO's `# Locks` section as an object of strings. */
 export async function lockInfo(kind, c) {
   const text = String(await kind.send(c, 'INFO', 'locks'));
@@ -137,7 +173,11 @@ export async function keyInfo(kind, c, lock, key) {
   const r = await kind.send(c, 'LOCK.INFO', lock, key);
   if (r === null) return null;
   const o = {};
-  for (let i = 0; i < r.length; i += 2) o[String(r[i])] = Number(r[i + 1]);
+  if (Array.isArray(r)) { // RESP2: a flat array of pairs
+    for (let i = 0; i < r.length; i += 2) o[String(r[i])] = Number(r[i + 1]);
+  } else { // RESP3: a map, which node-redis gives as an object
+    for (const [k, v] of r instanceof Map ? r : Object.entries(r)) o[String(k)] = Number(v);
+  }
   return o;
 }
 
