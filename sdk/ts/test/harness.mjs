@@ -90,51 +90,28 @@ export class Server {
   }
 }
 
+// A node-redis kind: createClient of redis 5 or 6, with options such as RESP.
+const nodeRedis = (createClient, options) => ({
+  async connect(port, { user, password } = {}) {
+    const c = createClient({ socket: { host: '127.0.0.1', port }, username: user, password, ...options });
+    c.on('error', () => {});
+    await c.connect().catch((e) => { c.destroy(); throw e; });
+    return c;
+  },
+  quit: (c) => c.destroy(),
+  send: (c, ...args) => c.sendCommand(args.map(String)),
+});
+
 /**
  * The clients the suite runs over: each connect(port, opts) gives a
- * connected client; quit(c) closes it. opts.user/opts.password log in.
+ * connected client (opts.user and opts.password log in); quit(c) closes
+ * it; send(c, ...args) sends one command.
  */
 export const clients = {
-  'node-redis 5': {
-    async connect(port, { user, password } = {}) {
-      const c = redis5.createClient({ socket: { host: '127.0.0.1', port }, username: user, password });
-      c.on('error', () => {});
-      await c.connect().catch((e) => { c.destroy(); throw e; });
-      return c;
-    },
-    quit: (c) => c.destroy(),
-    send: (c, ...args) => c.sendCommand(args.map(String)),
-  },
-  'node-redis 6 (RESP2)': {
-    async connect(port, { user, password } = {}) {
-      const c = redis6.createClient({ socket: { host: '127.0.0.1', port }, username: user, password, RESP: 2 });
-      c.on('error', () => {});
-      await c.connect().catch((e) => { c.destroy(); throw e; });
-      return c;
-    },
-    quit: (c) => c.destroy(),
-    send: (c, ...args) => c.sendCommand(args.map(String)),
-  },
-  'node-redis 5 (RESP3)': {
-    async connect(port, { user, password } = {}) {
-      const c = redis5.createClient({ socket: { host: '127.0.0.1', port }, username: user, password, RESP: 3 });
-      c.on('error', () => {});
-      await c.connect().catch((e) => { c.destroy(); throw e; });
-      return c;
-    },
-    quit: (c) => c.destroy(),
-    send: (c, ...args) => c.sendCommand(args.map(String)),
-  },
-  'node-redis 6 (its default, RESP3)': {
-    async connect(port, { user, password } = {}) {
-      const c = redis6.createClient({ socket: { host: '127.0.0.1', port }, username: user, password });
-      c.on('error', () => {});
-      await c.connect().catch((e) => { c.destroy(); throw e; });
-      return c;
-    },
-    quit: (c) => c.destroy(),
-    send: (c, ...args) => c.sendCommand(args.map(String)),
-  },
+  'node-redis 5': nodeRedis(redis5.createClient, {}),
+  'node-redis 6 (RESP2)': nodeRedis(redis6.createClient, { RESP: 2 }),
+  'node-redis 5 (RESP3)': nodeRedis(redis5.createClient, { RESP: 3 }),
+  'node-redis 6 (its default, RESP3)': nodeRedis(redis6.createClient, {}),
   'ioredis 5': {
     async connect(port, { user, password } = {}) {
       const c = new Redis({ host: '127.0.0.1', port, username: user, password, lazyConnect: true });
