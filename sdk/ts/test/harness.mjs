@@ -124,21 +124,6 @@ export const clients = {
   },
 };
 
-/** Whether the server speaks RESP3: HELLO 3 is not answered -NOPROTO. */
-export async function speaksResp3() {
-  const s = await Server.start();
-  try {
-    const reply = await new Promise((resolve, reject) => {
-      const c = net.connect(s.port, '127.0.0.1', () => c.write('HELLO 3\r\n'));
-      c.once('data', (d) => { c.destroy(); resolve(d.toString('latin1')); });
-      c.once('error', reject);
-    });
-    return !reply.startsWith('-NOPROTO');
-  } finally {
-    await s.stop();
-  }
-}
-
 /** INFO's `# Locks` section as an object of strings. */
 export async function lockInfo(kind, c) {
   const text = String(await kind.send(c, 'INFO', 'locks'));

@@ -9,9 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import { LostError, NotHeldError, Reason, StoreError, tenure } from '../dist/index.js';
 import { Proxy, Server, clients, keyInfo, lockInfo, sha256, sleep, until } from './harness.mjs';
 
-export function suite(kindName, { skip = false } = {}) {
+export function suite(kindName) {
   const kind = clients[kindName];
-  describe(kindName, { concurrency: true, skip }, () => {
+  describe(kindName, { concurrency: true }, () => {
     let server;
     let admin; // a client of the test's own, for INFO, REVOKE and writes
     const opened = [];
