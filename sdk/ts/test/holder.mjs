@@ -2,8 +2,8 @@
 // it exit: node holder.mjs MODE CLIENT PORT LOCK KEY. It says what happens
 // on stdout, a line each.
 //   freeze: holds KEY with ttl 2s until the lease is lost, then lets hold settle.
-//   exit:   holds KEY once for a moment, closes its client, and exits by
-//           itself if nothing keeps it alive.
+//   exit:   holds KEY once for a moment (ttl 30s), closes its client, and
+//           exits by itself if nothing keeps it alive.
 import { tenure } from '../dist/index.js';
 import { clients } from './harness.mjs';
 
@@ -28,7 +28,10 @@ if (mode === 'freeze') {
   }
   kind.quit(client);
 } else {
-  const lock = store.lock(lockName, { ttl: '3s' });
+  // With a 30 s ttl every timer of the SDK is 2 s or longer (a HOLD's own
+  // reply timeout, renewals, retries every ttl/10): one left ref'd would
+  // keep the process for that long.
+  const lock = store.lock(lockName, { ttl: '30s' });
   await lock.hold(key, async () => new Promise((r) => setTimeout(r, 1200)));
   kind.quit(client);
   say('settled', Date.now());

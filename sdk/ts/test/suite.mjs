@@ -333,7 +333,7 @@ export function suite(kindName) {
       }
     });
 
-    test('no timer of the SDK keeps the process alive once hold has settled', async () => {
+    test('nothing of the SDK (a timer, a connection of its own) keeps the process alive once hold has settled', { timeout: 15_000 }, async () => {
       const child = spawn(process.execPath, [new URL('./holder.mjs', import.meta.url).pathname, 'exit',
         kindName, String(server.port), lockName('exit'), 'k'], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
@@ -342,7 +342,8 @@ export function suite(kindName) {
       const exitedAt = Date.now();
       assert.equal(code, 0);
       const settledAt = Number(out.match(/settled (\d+)/)[1]);
-      assert.ok(exitedAt - settledAt < 500, `exited ${exitedAt - settledAt} ms after hold settled`);
+      // Under 2 s, the shortest timer the holder's SDK has (holder.mjs).
+      assert.ok(exitedAt - settledAt < 1500, `exited ${exitedAt - settledAt} ms after hold settled`);
     });
   });
 }
