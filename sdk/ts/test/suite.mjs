@@ -109,7 +109,7 @@ export function suite(kindName) {
       assert.equal(signalReason.reason, Reason.revoked);
     });
 
-    test('MAXHOLD aborts the signal and fails hold as revoked maxhold', async () => {
+    test('MAXHOLD aborts the signal and fails hold as revoked maxhold (LOCK-07)', async () => {
       const lock = tenure(await connect()).lock(lockName('maxhold'), { ttl: '5s', maxHold: '1s' });
       let deadline;
       let grantedAt;
@@ -128,7 +128,7 @@ export function suite(kindName) {
       assert.ok(abortedAt >= deadline, 'aborted at the deadline, not before');
     });
 
-    test('a restart of the server aborts the signal and fails hold as unknown lease', async () => {
+    test('a restart of the server aborts the signal and fails hold as unknown lease (LOCK-10)', async () => {
       const own = await Server.start();
       const c = await kind.connect(own.port);
       try {
@@ -172,6 +172,23 @@ export function suite(kindName) {
         child.kill('SIGCONT');
         child.kill();
       }
+    });
+
+    test('20 holds on 3 keys, from 3 clients, exclude each other, each fence larger than the one before (LOCK-01, LOCK-02)', async () => {
+      const name = lockName('exclusion');
+      const locks = await Promise.all([0, 1, 2].map(async () => tenure(await connect()).lock(name, { ttl: '1s' })));
+      const inside = new Map();
+      const fences = new Map();
+      await Promise.all(Array.from({ length: 20 }, (_, i) => locks[Math.floor(i / 3) % 3].hold(`k${i % 3}`, async (lease) => {
+        const key = lease.key;
+        assert.equal(inside.get(key) ?? 0, 0, `two holders of ${key} at once`);
+        inside.set(key, 1);
+        assert.ok(lease.fence > (fences.get(key) ?? 0n), 'fences grow');
+        fences.set(key, lease.fence);
+        await sleep(20);
+        inside.set(key, 0);
+      })));
+      assert.equal(fences.size, 3);
     });
 
     test('release on return and on throw: the next waiter is served at once', async () => {
@@ -275,7 +292,7 @@ export function suite(kindName) {
       assert.equal(await keyInfo(kind, admin, name, 'k'), null, 'nobody was granted the key');
     });
 
-    test('a swallowed HOLD reply is asked again with the same request id: the same lease, one grant', async () => {
+    test('a swallowed HOLD reply is asked again with the same request id: the same lease, one grant (LOCK-03)', async () => {
       // A server of its own, so that grants_total counts this test's grants alone.
       const own = await Server.start();
       const proxy = await Proxy.start(own.port);
