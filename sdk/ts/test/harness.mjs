@@ -224,7 +224,9 @@ export class Proxy {
     this.swallow = pred;
   }
 
+  /** Closes every connection through the proxy; counts the cuts that closed one. */
   cut() {
+    if (this.socks.size > 0) this.cuts = (this.cuts ?? 0) + 1;
     for (const s of this.socks) s.destroy();
     this.socks.clear();
   }

@@ -326,10 +326,13 @@ export function suite(kindName) {
         await lock.hold('k', async (lease) => {
           cutter = setInterval(() => proxy.cut(), 300);
           fence = lease.fence;
+          const first = lease.deadline;
           await sleep(4000);
           assert.equal(lease.lost, null);
+          assert.ok(lease.deadline > first + 2000, 'renewed through the cuts');
         });
         assert.ok(fence > 0n);
+        assert.ok(proxy.cuts >= 8, `${proxy.cuts} cuts of a live connection in 4 s`);
       } finally {
         clearInterval(cutter);
         proxy.close();
