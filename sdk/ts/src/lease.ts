@@ -10,6 +10,12 @@ export interface Grant {
   /** when this HOLD was sent: the deadline counts from it */
   sent: number;
   received: number;
+  /**
+   * No later than the grant: the send time of the oldest HOLD of the
+   * request id that may have been the one granted. MaxHold counts from it
+   * (LOCK-07). Set by acquire.
+   */
+  notBefore: number;
 }
 
 /** What a Lease needs of its Lock. */
@@ -45,7 +51,7 @@ export class Lease {
   readonly #lock: Keeping;
   /** @internal the lease id: renews and releases, never leaves the SDK (LOCK-04) */
   readonly id: string;
-  /** grant + maxHold - margin, if maxHold */
+  /** notBefore + maxHold - margin, if maxHold: no later than the store's cap less the margin */
   readonly #maxCap: number | undefined;
   /** send time of the last HOLD or RENEW that succeeded */
   #sent: number;
@@ -65,9 +71,9 @@ export class Lease {
     this.fence = g.fence;
     this.id = g.id;
     this.signal = this.#ctl.signal;
-    // The store granted after this HOLD was sent, so its MAXHOLD deadline
+    // The store granted no earlier than notBefore, so its MAXHOLD deadline
     // is no earlier than this (LOCK-07).
-    this.#maxCap = lock.maxHold === undefined ? undefined : g.sent + lock.maxHold - lock.margin;
+    this.#maxCap = lock.maxHold === undefined ? undefined : g.notBefore + lock.maxHold - lock.margin;
     this.#sent = g.sent;
     this.#setDeadline(g.sent, g.left, false);
   }
@@ -86,7 +92,8 @@ export class Lease {
   /**
    * The holder's deadline, in ms on the `performance.now()` clock: the send
    * time of the last HOLD or RENEW that succeeded, plus the ttl the store
-   * answered, less the margin, capped at grant + maxHold - margin. When it
+   * answered, less the margin, capped at maxHold - margin after the send
+   * of the oldest HOLD that may have been granted. When it
    * passes without a renewal, the lease is lost.
    */
   get deadline(): number {

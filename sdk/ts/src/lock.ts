@@ -182,6 +182,7 @@ export class Lock {
     signal?.addEventListener('abort', onAbort, { once: true });
 
     let failingSince: number | undefined; // the first of the failures since the last answer
+    let notBefore: number | undefined; // no grant of reqid came before this
     let cur: HoldCall = { seq: 0, sent: 0, wait: 0, open: false }; // the newest HOLD sent
     let nextAt: number | undefined; // when to send the next HOLD; undefined: when cur answers
     // Sends the next HOLD, one chunk (or less, at the end of a bounded
@@ -201,6 +202,7 @@ export class Lock {
         wait = Math.min(wait, rem);
       }
       cur = calls.send(wait);
+      notBefore ??= cur.sent;
       const final = last || (waitUntil !== undefined && cur.sent + wait >= waitUntil);
       nextAt = final ? undefined : cur.sent + wait / overlapAt;
       return true;
@@ -236,10 +238,16 @@ export class Lock {
       const newest = a.seq === cur.seq;
       if (newest) cur.open = false;
       if (out.ok && out.grant !== null) {
-        result = { grant: out.grant };
+        result = { grant: { ...out.grant, notBefore: notBefore! } };
         break;
       }
       const error = out.ok ? undefined : out.error;
+      if (out.ok || (!newest && superseded(error))) {
+        // Not granted when the store answered, which was after this HOLD
+        // was sent: neither was any earlier one (LOCK-03). A HOLD that
+        // failed may have been granted: it does not move notBefore.
+        notBefore = Math.max(notBefore!, out.sent);
+      }
       if (!newest && (out.ok || transient(error))) {
         // An older chunk: its WAIT ran out, it was superseded by the newer
         // one, or it failed; the newer one carries on.
@@ -358,7 +366,9 @@ export class Lock {
    * it only when it tells more. After the holder's own deadline passed, a
    * store that forgot the ended lease answers "unknown lease", which is not
    * news; an admin's revoke that came first is, and so is a restart (the
-   * store's epoch differs from the fence's).
+   * store's epoch is newer than the fence's). The holder's "expired" or
+   * "revoked maxhold" is how the store itself ends the lease, a margin
+   * later: the store's saying so is not news either.
    */
   async #letGo(lease: Lease): Promise<LostError | null> {
     const ours = lease.end();
@@ -379,14 +389,15 @@ export class Lock {
   }
 
   /**
-   * Whether the store is in another epoch than the one that granted the
-   * lease (fence >> 32, SPEC §2): it restarted since. Unknown counts as no.
+   * Whether the store is in a newer epoch than the one that granted the
+   * lease (fence >> 32, SPEC §2): it restarted since (LOCK-10). Unknown
+   * counts as no.
    */
   async #epochChanged(lease: Lease): Promise<boolean> {
     try {
       const info = String(await within(this.#driver.call(['INFO', 'locks']), this.ttl / 10));
       const m = info.match(/^epoch:(\d+)/m);
-      return m !== null && BigInt(m[1]!) !== lease.fence >> 32n;
+      return m !== null && BigInt(m[1]!) > lease.fence >> 32n;
     } catch {
       return false;
     }
@@ -486,7 +497,7 @@ function parseGrant(reply: unknown, sent: number, received: number): Grant | nul
     const [id, fence, left] = reply;
     const f = typeof fence === 'bigint' || typeof fence === 'string' ? BigInt(fence) : undefined;
     if (typeof id === 'string' && id.length === 32 && f !== undefined && f > 0n) {
-      return { id, fence: f, left: Number(left), sent, received };
+      return { id, fence: f, left: Number(left), sent, received, notBefore: sent };
     }
   }
   throw new Error(`LOCK.HOLD replied ${String(reply)}, want [leaseid fence ttl]`);
