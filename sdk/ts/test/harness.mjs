@@ -158,7 +158,9 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * A TCP proxy in front of the server: cut() closes every connection through
  * it; watch(text) counts the commands and replies that contain text;
  * swallowNext(pred) drops the next reply to a command whose text
- * matches pred (the connection stays open, the reply never arrives).
+ * matches pred (the connection stays open, the reply never arrives);
+ * swallowReplyIf(pred) drops each reply for which pred(command, reply) is
+ * true, the texts of the connection's last command and of the reply.
  */
 export class Proxy {
   static async start(port) {
@@ -170,8 +172,10 @@ export class Proxy {
       p.socks.add(client);
       p.socks.add(upstream);
       let swallowReply = false;
+      let lastCmd = '';
       client.on('data', (d) => {
         p.count(d, p.sentCounts);
+        lastCmd = d.toString('latin1');
         if (p.swallow && p.swallow(d.toString('latin1'))) {
           p.swallow = null;
           swallowReply = true;
@@ -180,7 +184,7 @@ export class Proxy {
       });
       upstream.on('data', (d) => {
         p.count(d, p.answerCounts);
-        if (swallowReply) {
+        if (swallowReply || p.replyFilter?.(lastCmd, d.toString('latin1'))) {
           swallowReply = false;
           p.swallowed++;
           return;
@@ -222,6 +226,10 @@ export class Proxy {
 
   swallowNext(pred) {
     this.swallow = pred;
+  }
+
+  swallowReplyIf(pred) {
+    this.replyFilter = pred;
   }
 
   /** Closes every connection through the proxy; counts the cuts that closed one. */

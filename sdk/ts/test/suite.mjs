@@ -316,6 +316,45 @@ export function suite(kindName) {
       }
     });
 
+    test('MaxHold counts from the oldest chunk that may have been granted: its grant lost, a later chunk gets the same lease (LOCK-07, LOCK-03)', async () => {
+      const proxy = await Proxy.start(server.port);
+      try {
+        const name = lockName('capped');
+        const maxHold = 1500;
+        // A ttl long enough that the lease, unrenewed since its lost grant,
+        // outlives the cap: the cap is what ends it.
+        const waiter = tenure(await connect(proxy.port)).lock(name, { ttl: '4s', maxHold });
+        const holder = tenure(await connect()).lock(name, { ttl: '1s' });
+        let grantedBy; // the store granted before its reply got to the proxy
+        proxy.swallowReplyIf((cmd, reply) => {
+          const grant = grantedBy === undefined && cmd.includes('LOCK.HOLD') && cmd.includes(name) && reply.startsWith('*');
+          if (grant) grantedBy = performance.now();
+          return grant;
+        });
+        proxy.watch(name);
+        let cap;
+        let waiting;
+        await holder.hold('k', async () => {
+          waiting = waiter.hold('k', async (lease) => {
+            if (!lease.signal.aborted) await once(lease.signal, 'abort');
+            cap = lease.deadline;
+          });
+          await until(async () => (await keyInfo(kind, admin, name, 'k'))?.waiters === 1, 3000, 'waiting');
+        });
+        await assert.rejects(waiting, (e) => e instanceof LostError && e.reason === Reason.maxHold && !e.fromStore);
+        assert.equal(proxy.swallowed, 1, 'the first grant reply was swallowed');
+        assert.ok(proxy.sentCounts.get(name) >= 2, 'a later HOLD got the lease');
+        // The store's cap is maxHold after the grant, which came before
+        // grantedBy; the holder's must be a margin before it (2 ms for the
+        // store's milliseconds).
+        const margin = waiter.margin;
+        assert.ok(cap <= grantedBy + maxHold - margin + 2,
+          `the holder's cap is ${(cap - grantedBy).toFixed(1)} ms after the grant, the store's at most ${maxHold} ms`);
+      } finally {
+        proxy.close();
+      }
+    });
+
     test('connections cut every 300 ms while a lease is held do not lose it', async () => {
       const proxy = await Proxy.start(server.port);
       let cutter;
