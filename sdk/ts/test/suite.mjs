@@ -320,10 +320,12 @@ export function suite(kindName) {
       const proxy = await Proxy.start(server.port);
       try {
         const name = lockName('capped');
-        const maxHold = 1500;
-        // A ttl long enough that the lease, unrenewed since its lost grant,
-        // outlives the cap: the cap is what ends it.
-        const waiter = tenure(await connect(proxy.port)).lock(name, { ttl: '4s', maxHold });
+        // A ttl longer than the time from the lost grant to the later
+        // chunk's answer (about a quarter chunk, 1 s), so the lease lives
+        // on; and the cap more than a ttl after that, so the HOLD's reply
+        // is not capped and the renewals meet the holder's cap.
+        const maxHold = 4000;
+        const waiter = tenure(await connect(proxy.port)).lock(name, { ttl: '2s', maxHold });
         const holder = tenure(await connect()).lock(name, { ttl: '1s' });
         let grantedBy; // the store granted before its reply got to the proxy
         proxy.swallowReplyIf((cmd, reply) => {
