@@ -1,16 +1,20 @@
-// Command bench measures tenure against redis-server on this machine, in
-// one run, through the same client (go-redis): tenure's leases against the
-// SET NX PX lock recipe, and plain GET and SET. It builds ./cmd/tenure,
-// starts a fresh server for every run (tenure with --fsync everysec;
-// redis-server with persistence off, and with appendfsync everysec for the
-// fair comparison), pins the servers to the same CPUs, runs every scenario
-// against each server in alternation for several rounds, and prints the
-// medians with the ratio tenure/Redis and the targets of issue 6. Raw
-// results (JSON) and a chart (SVG) go to the output directory.
+// Command bench measures tenure against redis-server and etcd on this
+// machine, in one run: tenure's leases against the SET NX PX lock recipe
+// (through go-redis, as every Redis scenario) and against etcd's
+// concurrency.Mutex (through etcd's own Go client), plain GET and SET, a
+// million leases falling due at once, and what a durable SET costs. It
+// builds ./cmd/tenure, starts a fresh server for every run (tenure with
+// --fsync everysec; redis-server with persistence off, and with appendfsync
+// everysec for the fair comparison; one etcd member; the durability rows
+// with fsync always), pins the servers to the same CPUs, runs every
+// scenario against each server in alternation for several rounds, and
+// prints the medians with the ratios tenure/Redis and tenure/etcd and the
+// targets of issues 6 and 19. Raw results (JSON) and a chart (SVG) go to
+// the output directory.
 //
 // It is not a load generator for production capacity planning: client and
 // servers share one machine, and the numbers say how tenure compares with
-// Redis here, not what either does on its own hardware.
+// Redis and etcd here, not what any does on its own hardware.
 //
 //	go run ./bench                      # or: make bench
 //	go run ./bench -duration 2s -rounds 1 -scenarios uncontended,keyspace

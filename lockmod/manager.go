@@ -93,6 +93,12 @@ type Manager struct {
 
 	observer Observer
 	trace    func(traceEvent) // tests only
+
+	// sweepStep is DefaultSweepStep; tests and benchmarks change it.
+	sweepStep int
+	// betweenSteps, if set (tests only), runs between two steps of the
+	// timer's sweep, without the lock.
+	betweenSteps func()
 }
 
 // traceEvent reports a grant or an end to tests, with its store time.
@@ -124,6 +130,7 @@ func New(cfg Config) *Manager {
 		hashMask:  math.MaxUint32,
 		doneCh:    make(chan struct{}),
 		observer:  cfg.Observer,
+		sweepStep: DefaultSweepStep,
 	}
 	m.events.slab = &m.slab
 	if m.clock == nil {
