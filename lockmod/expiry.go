@@ -128,19 +128,21 @@ func (m *Manager) advance(now instant) { m.sweep(now, math.MaxInt) }
 
 // sweep runs at most limit of the events due at or before now, earliest
 // first, and reports whether more are due.
+// Due leases with a waiter go first (see contestedLease): a sweep that
+// lags still grants their waiters at once.
 func (m *Manager) sweep(now instant, limit int) (more bool) {
 	for range limit {
+		if r := m.dueContested(now); r != nil {
+			m.expire(r, now)
+			continue
+		}
 		r := m.events.first()
 		if r == nil || r.at > now {
 			return false
 		}
 		switch r.phase {
 		case live:
-			why := expired
-			if md := r.maxDeadline(); md != 0 && r.at >= md {
-				why = revokedMaxHold // LOCK-07
-			}
-			m.end(r, why, r.at, now)
+			m.expire(r, now)
 		case waiting:
 			m.linger(r, r.at, ErrNotGranted)
 		case lingering:
@@ -172,6 +174,16 @@ func (m *Manager) arm(now instant) {
 	}
 	m.timerAt = next
 	m.timer = m.clock.AfterFunc(time.Duration(next-now), m.fireFn)
+}
+
+// expire ends live lease r at its deadline, due at now: expired, or revoked
+// if the deadline is its MAXHOLD's (LOCK-07).
+func (m *Manager) expire(r *request, now instant) {
+	why := expired
+	if md := r.maxDeadline(); md != 0 && r.at >= md {
+		why = revokedMaxHold
+	}
+	m.end(r, why, r.at, now)
 }
 
 // DefaultSweepStep is how many due events the clock's timer runs under one

@@ -123,3 +123,66 @@ func TestLOCK01_LeasePastDeadlineIsEndedBeforeTheSweepReachesIt(t *testing.T) {
 	}
 	mustGrant(t, waiter)
 }
+
+// lateFire is the clock's timer firing d late: the armed timer is stopped,
+// the clock moved on without it, and the timer's callback run at the new
+// time, with everything due since still to sweep.
+func lateFire(h *harness, d time.Duration) {
+	h.m.mu.Lock()
+	if h.m.timer != nil {
+		h.m.timer.Stop()
+	}
+	h.m.mu.Unlock()
+	h.clock.Advance(d)
+	h.m.fire()
+}
+
+// LOCK-06: a sweep that lags behind many due leases ends the ones with a
+// waiter first, whatever their deadlines among the rest, so their waiters
+// are granted in its first step.
+func TestLOCK06_LaggingSweepEndsLeasesWithWaitersFirst(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.m.sweepStep = 4
+	for i := range 40 {
+		h.granted("l", "k"+strconv.Itoa(i), "h"+strconv.Itoa(i), ttl(2*sec))
+	}
+	h.granted("l", "hot", "holder", ttl(2*sec+ms))
+	waiter := h.hold("l", "hot", "waiter")
+	steps, grantedInStep, firstEnded := 0, -1, ""
+	h.m.trace = func(e traceEvent) {
+		if e.grant && e.reqid == "waiter" {
+			grantedInStep = steps
+		}
+		if !e.grant && firstEnded == "" {
+			firstEnded = e.reqid
+		}
+	}
+	h.m.betweenSteps = func() { steps++ }
+	lateFire(h, 3*sec)
+	mustGrant(t, waiter)
+	if grantedInStep != 0 || firstEnded != "holder" {
+		t.Fatalf("waiter granted in step %d, first lease ended %q: want step 0 and the holder first", grantedInStep, firstEnded)
+	}
+	if steps < 40/4 {
+		t.Fatalf("%d steps for 41 leases, 4 a step", steps)
+	}
+	if s := h.m.Stats(); s.Leases != 1 || s.ExpiredTotal != 41 {
+		t.Fatalf("Stats %+v: want the waiter's lease live and 41 expired", s)
+	}
+}
+
+// LOCK-06, LOCK-08: a waiter whose WAIT ran out before its holder's deadline
+// is not granted when a lagging sweep ends that lease before it has run the
+// WAIT's own event: it lingers, and the next in line is granted.
+func TestLOCK06_LaggingSweepGrantsNoWaiterWhoseWaitRanOutFirst(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.granted("l", "hot", "holder", ttl(2*sec))
+	gaveUp := h.hold("l", "hot", "gave-up", wait(1500*ms))
+	next := h.hold("l", "hot", "next")
+	lateFire(h, 2200*ms) // the place lingers until 2.5 s
+	mustFail(t, gaveUp, ErrNotGranted)
+	g := mustGrant(t, next)
+	if info, ok := h.m.Info("l", "hot"); !ok || info.Fence != g.Fence || info.Waiters != 1 {
+		t.Fatalf("Info %+v, %v: want next's lease, and the lingering place", info, ok)
+	}
+}
