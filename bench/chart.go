@@ -8,7 +8,7 @@ import (
 )
 
 // colors of the servers in the chart.
-var colors = map[string]string{"tenure": "#1f6fb4", "redis-aof": "#c0392b", "redis": "#e8938a"}
+var colors = map[string]string{"tenure": "#1f6fb4", "redis-aof": "#c0392b", "redis": "#e8938a", "etcd": "#419eda"}
 
 // chart draws the medians as an SVG: one row per scenario, its throughput
 // (or bytes per lease) on the left on a linear scale, its latency
@@ -25,7 +25,7 @@ func (r *report) chart() []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
-	text(&b, pad, 22, 15, "bold", "start", fmt.Sprintf("tenure vs Redis — medians of %d round(s), %v per run", r.Env.Rounds, r.settings.duration))
+	text(&b, pad, 22, 15, "bold", "start", fmt.Sprintf("tenure vs Redis and etcd — medians of %d round(s), %v per run", r.Env.Rounds, r.settings.duration))
 	text(&b, pad, 40, 11, "normal", "start", r.Env.CPUModel+" · "+r.Env.Pinning)
 	x := pad
 	for _, t := range r.targets {

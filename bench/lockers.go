@@ -10,29 +10,71 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// A locker speaks one lock dialect: tenure's LOCK.* commands, or the Redis
+// A locker speaks one lock dialect: tenure's LOCK.* commands, the Redis
 // recipe of SET NX PX with compare-and-delete and compare-and-extend
-// scripts. The scenarios are written once against it.
+// scripts, or etcd's concurrency.Mutex. The scenarios are written once
+// against it; etcd runs the lock scenarios only (hold, release,
+// stopRenewing).
 type locker interface {
 	// hold gets (lock, key) for ttl, waiting as the dialect waits: tenure
-	// in its line, the recipe by retrying with backoff. It returns when
-	// granted, or with ctx's error.
-	hold(ctx context.Context, c *redis.Client, rng *rand.Rand, key string, ttl time.Duration) (lease, error)
+	// in its line, the recipe by retrying with backoff, etcd's Mutex by
+	// watching the key ahead of it. It returns when granted, or with ctx's
+	// error.
+	hold(ctx context.Context, w *worker, key string, ttl time.Duration) (lease, error)
 	// tryHold asks once, through a pipeline (for bulk setup); parse reads
 	// its reply after Exec.
-	tryHold(ctx context.Context, p redis.Pipeliner, rng *rand.Rand, key string, ttl time.Duration) func() (lease, bool, error)
-	release(ctx context.Context, c *redis.Client, l lease) error
+	tryHold(ctx context.Context, p redis.Pipeliner, w *worker, key string, ttl time.Duration) func() (lease, bool, error)
+	release(ctx context.Context, w *worker, l lease) error
 	// renew extends the lease to ttl from now; errLost if it had ended.
-	renew(ctx context.Context, c *redis.Client, l lease, ttl time.Duration) error
+	renew(ctx context.Context, w *worker, l lease, ttl time.Duration) error
+	// stopRenewing makes sure nothing keeps l alive, and returns its
+	// deadline (on the program's clock), taken no later than the store's:
+	// sent is when the hold was sent.
+	stopRenewing(w *worker, l lease, sent int64, ttl time.Duration) int64
 	// prepare readies a fresh server (loads the recipe's scripts).
 	prepare(ctx context.Context, c *redis.Client) error
 }
 
-// lease is what the holder keeps: tenure's lease id, or the recipe's key
-// and random token.
-type lease struct{ key, id string }
+// worker is one client of a scenario: the pool it sends through, its random
+// source, and on etcd its client and the session its holds are made in.
+type worker struct {
+	c           *redis.Client
+	rng         *rand.Rand
+	etcd        *clientv3.Client
+	etcdSession *concurrency.Session
+	etcdTTL     int // seconds, the session's
+}
+
+// worker is the i-th client of a scenario, sending through c (tenure and
+// Redis) or the run's etcd clients, shared round-robin.
+func (r *run) worker(c *redis.Client, i int) *worker {
+	w := &worker{c: c, rng: newRand()}
+	if len(r.etcd) > 0 {
+		w.etcd = r.etcd[i%len(r.etcd)]
+	}
+	return w
+}
+
+// close lets the worker's etcd session go. Not revoked: the server is
+// stopped after the run anyway, and a revoke per waiter would be measured
+// as the next run's setup.
+func (w *worker) close() {
+	if w.etcdSession != nil {
+		w.etcdSession.Orphan()
+		w.etcdSession = nil
+	}
+}
+
+// lease is what the holder keeps: tenure's lease id, the recipe's key and
+// random token, or etcd's Mutex.
+type lease struct {
+	key, id string
+	etcd    *concurrency.Mutex
+}
 
 var errLost = errors.New("lease lost")
 
@@ -65,10 +107,10 @@ type tenureLocker struct{ chunk time.Duration }
 
 func (t tenureLocker) prepare(context.Context, *redis.Client) error { return nil }
 
-func (t tenureLocker) hold(ctx context.Context, c *redis.Client, rng *rand.Rand, key string, ttl time.Duration) (lease, error) {
-	reqid := token(rng)
+func (t tenureLocker) hold(ctx context.Context, w *worker, key string, ttl time.Duration) (lease, error) {
+	reqid := token(w.rng)
 	for {
-		vals, err := c.Do(ctx, "LOCK.HOLD", lockName, key, reqid, "TTL", msArg(ttl), "WAIT", msArg(t.chunk)).Slice()
+		vals, err := w.c.Do(ctx, "LOCK.HOLD", lockName, key, reqid, "TTL", msArg(ttl), "WAIT", msArg(t.chunk)).Slice()
 		switch {
 		case errors.Is(err, redis.Nil):
 			if err := ctx.Err(); err != nil {
@@ -93,8 +135,8 @@ func parseGrant(vals []any) (lease, error) {
 	return lease{id: id}, nil
 }
 
-func (t tenureLocker) tryHold(ctx context.Context, p redis.Pipeliner, rng *rand.Rand, key string, ttl time.Duration) func() (lease, bool, error) {
-	cmd := p.Do(ctx, "LOCK.HOLD", lockName, key, token(rng), "TTL", msArg(ttl), "WAIT", "0")
+func (t tenureLocker) tryHold(ctx context.Context, p redis.Pipeliner, w *worker, key string, ttl time.Duration) func() (lease, bool, error) {
+	cmd := p.Do(ctx, "LOCK.HOLD", lockName, key, token(w.rng), "TTL", msArg(ttl), "WAIT", "0")
 	return func() (lease, bool, error) {
 		vals, err := cmd.Slice()
 		switch {
@@ -108,12 +150,18 @@ func (t tenureLocker) tryHold(ctx context.Context, p redis.Pipeliner, rng *rand.
 	}
 }
 
-func (t tenureLocker) release(ctx context.Context, c *redis.Client, l lease) error {
-	return lostOr(c.Do(ctx, "LOCK.RELEASE", l.id).Err())
+func (t tenureLocker) release(ctx context.Context, w *worker, l lease) error {
+	return lostOr(w.c.Do(ctx, "LOCK.RELEASE", l.id).Err())
 }
 
-func (t tenureLocker) renew(ctx context.Context, c *redis.Client, l lease, ttl time.Duration) error {
-	return lostOr(c.Do(ctx, "LOCK.RENEW", l.id, "TTL", msArg(ttl)).Err())
+func (t tenureLocker) renew(ctx context.Context, w *worker, l lease, ttl time.Duration) error {
+	return lostOr(w.c.Do(ctx, "LOCK.RENEW", l.id, "TTL", msArg(ttl)).Err())
+}
+
+// stopRenewing: nothing renews a tenure lease but LOCK.RENEW. Its deadline
+// is the grant's + ttl, and the grant came after the HOLD was sent.
+func (t tenureLocker) stopRenewing(_ *worker, _ lease, sent int64, ttl time.Duration) int64 {
+	return sent + int64(ttl)
 }
 
 // lostOr maps a -LOST reply to errLost.
@@ -159,18 +207,18 @@ func (r redisLocker) prepare(ctx context.Context, c *redis.Client) error {
 	return nil
 }
 
-func (r redisLocker) hold(ctx context.Context, c *redis.Client, rng *rand.Rand, key string, ttl time.Duration) (lease, error) {
-	l := lease{key: lockName + ":" + key, id: token(rng)}
+func (r redisLocker) hold(ctx context.Context, w *worker, key string, ttl time.Duration) (lease, error) {
+	l := lease{key: lockName + ":" + key, id: token(w.rng)}
 	var timer *time.Timer
 	for n := 1; ; n++ {
-		err := c.Do(ctx, "SET", l.key, l.id, "PX", msArg(ttl), "NX").Err()
+		err := w.c.Do(ctx, "SET", l.key, l.id, "PX", msArg(ttl), "NX").Err()
 		switch {
 		case err == nil:
 			return l, nil
 		case !errors.Is(err, redis.Nil):
 			return lease{}, err
 		}
-		d := r.backoff(rng, n)
+		d := r.backoff(w.rng, n)
 		if timer == nil {
 			timer = time.NewTimer(d)
 			defer timer.Stop()
@@ -185,8 +233,8 @@ func (r redisLocker) hold(ctx context.Context, c *redis.Client, rng *rand.Rand, 
 	}
 }
 
-func (r redisLocker) tryHold(ctx context.Context, p redis.Pipeliner, rng *rand.Rand, key string, ttl time.Duration) func() (lease, bool, error) {
-	l := lease{key: lockName + ":" + key, id: token(rng)}
+func (r redisLocker) tryHold(ctx context.Context, p redis.Pipeliner, w *worker, key string, ttl time.Duration) func() (lease, bool, error) {
+	l := lease{key: lockName + ":" + key, id: token(w.rng)}
 	cmd := p.Do(ctx, "SET", l.key, l.id, "PX", msArg(ttl), "NX")
 	return func() (lease, bool, error) {
 		switch err := cmd.Err(); {
@@ -200,8 +248,8 @@ func (r redisLocker) tryHold(ctx context.Context, p redis.Pipeliner, rng *rand.R
 }
 
 // release runs the compare-and-delete script (EVALSHA, EVAL on NOSCRIPT).
-func (r redisLocker) release(ctx context.Context, c *redis.Client, l lease) error {
-	n, err := releaseScript.Run(ctx, c, []string{l.key}, l.id).Int64()
+func (r redisLocker) release(ctx context.Context, w *worker, l lease) error {
+	n, err := releaseScript.Run(ctx, w.c, []string{l.key}, l.id).Int64()
 	if err == nil && n != 1 {
 		return errLost
 	}
@@ -209,10 +257,15 @@ func (r redisLocker) release(ctx context.Context, c *redis.Client, l lease) erro
 }
 
 // renew runs the compare-and-extend script: PEXPIRE if the token matches.
-func (r redisLocker) renew(ctx context.Context, c *redis.Client, l lease, ttl time.Duration) error {
-	n, err := extendScript.Run(ctx, c, []string{l.key}, l.id, msArg(ttl)).Int64()
+func (r redisLocker) renew(ctx context.Context, w *worker, l lease, ttl time.Duration) error {
+	n, err := extendScript.Run(ctx, w.c, []string{l.key}, l.id, msArg(ttl)).Int64()
 	if err == nil && n != 1 {
 		return errLost
 	}
 	return err
+}
+
+// stopRenewing: the recipe's key lives for its PX from the SET, sent at sent.
+func (r redisLocker) stopRenewing(_ *worker, _ lease, sent int64, ttl time.Duration) int64 {
+	return sent + int64(ttl)
 }

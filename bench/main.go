@@ -1,16 +1,20 @@
-// Command bench measures tenure against redis-server on this machine, in
-// one run, through the same client (go-redis): tenure's leases against the
-// SET NX PX lock recipe, and plain GET and SET. It builds ./cmd/tenure,
-// starts a fresh server for every run (tenure with --fsync everysec;
-// redis-server with persistence off, and with appendfsync everysec for the
-// fair comparison), pins the servers to the same CPUs, runs every scenario
-// against each server in alternation for several rounds, and prints the
-// medians with the ratio tenure/Redis and the targets of issue 6. Raw
-// results (JSON) and a chart (SVG) go to the output directory.
+// Command bench measures tenure against redis-server and etcd on this
+// machine, in one run: tenure's leases against the SET NX PX lock recipe
+// (through go-redis, as every Redis scenario) and against etcd's
+// concurrency.Mutex (through etcd's own Go client), plain GET and SET, a
+// million leases falling due at once, and what a durable SET costs. It
+// builds ./cmd/tenure, starts a fresh server for every run (tenure with
+// --fsync everysec; redis-server with persistence off, and with appendfsync
+// everysec for the fair comparison; one etcd member; the durability rows
+// with fsync always), pins the servers to the same CPUs, runs every
+// scenario against each server in alternation for several rounds, and
+// prints the medians with the ratios tenure/Redis and tenure/etcd and the
+// targets of issues 6 and 19. Raw results (JSON) and a chart (SVG) go to
+// the output directory.
 //
 // It is not a load generator for production capacity planning: client and
 // servers share one machine, and the numbers say how tenure compares with
-// Redis here, not what either does on its own hardware.
+// Redis and etcd here, not what any does on its own hardware.
 //
 //	go run ./bench                      # or: make bench
 //	go run ./bench -duration 2s -rounds 1 -scenarios uncontended,keyspace
@@ -41,6 +45,10 @@ type scenario struct {
 	Group string // the issue's scenario it belongs to: 1 to 6
 	Title string
 	Run   scenarioFunc
+	// On, if not nil, says which servers it runs against; nil: tenure and
+	// the redis-servers, not etcd.
+	On    func(*target) bool
+	Start startOptions // how the servers are started for it
 	Rows  []row
 	// The chart: one throughput-like metric, and latency percentiles.
 	Rate    row
@@ -63,6 +71,21 @@ func cpuRows(op string) []row {
 
 var errorsRow = row{"errors", "errors", "n"}
 
+// runsOn reports whether sc runs against t.
+func (sc *scenario) runsOn(t *target) bool {
+	if sc.On == nil {
+		return !t.Etcd
+	}
+	return sc.On(t)
+}
+
+// lockServers: the lock scenarios run against every server, etcd too.
+func lockServers(*target) bool { return true }
+
+// durableServers: the durability scenarios run where a write can be made
+// durable before its answer: tenure and redis-server with an AOF.
+func durableServers(t *target) bool { return !t.Redis && !t.Etcd || t.AOF }
+
 // rows joins groups of rows in order.
 func rows(groups ...[]row) []row {
 	var out []row
@@ -84,7 +107,14 @@ func scenarios(s *settings) []*scenario {
 			unit = "pipeline"
 		}
 		rate, lat := row{"ops_per_sec", "commands/s", "ops"}, pct("", unit)
-		return &scenario{Name: name, Group: "6", Title: title, Run: keyspace(op, pipelined),
+		return &scenario{Name: name, Group: "6", Title: title, Run: keyspace(op, pipelined, s.clients),
+			Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat}
+	}
+	durable := func(clients int) *scenario {
+		rate, lat := row{"ops_per_sec", "commands/s", "ops"}, pct("", "latency")
+		return &scenario{Name: fmt.Sprintf("set-always-%d", clients), Group: "8",
+			Title: fmt.Sprintf("durable SET, %d client(s), one a round trip: tenure --fsync always, Redis appendfsync always", clients),
+			Run:   keyspace("set", false, clients), On: durableServers, Start: startOptions{fsyncAlways: true},
 			Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat}
 	}
 	cycles, cycleLat := row{"ops_per_sec", "cycles/s", "ops"}, pct("", "")
@@ -97,10 +127,10 @@ func scenarios(s *settings) []*scenario {
 	lateness := []row{{"late_p50_ms", "lateness p50", "ms"}, {"late_p99_ms", "lateness p99", "ms"}, {"late_max_ms", "lateness max", "ms"}}
 	return []*scenario{
 		{Name: "uncontended", Group: "1", Title: fmt.Sprintf("uncontended lock cycle: HOLD+RELEASE, %d clients on keys of their own", s.clients),
-			Run: uncontended, Rate: cycles, Latency: cycleLat,
+			Run: uncontended, On: lockServers, Rate: cycles, Latency: cycleLat,
 			Rows: rows([]row{cycles}, cycleLat, cpuRows("cycle"), []row{errorsRow})},
 		{Name: "contended", Group: "2", Title: fmt.Sprintf("contended handoff: %d clients on one key, no work while held", s.contenders),
-			Run: contended, Rate: grants, Latency: handoffLat,
+			Run: contended, On: lockServers, Rate: grants, Latency: handoffLat,
 			Rows: rows([]row{grants, {"handoffs_per_sec", "handoffs/s (grants to another client)", "ops"}}, handoffLat,
 				[]row{{"fair_min", "grants per client, min", "n"}, {"fair_max", "grants per client, max", "n"}}, cpuRows("grant"), []row{errorsRow})},
 		{Name: "renew", Group: "3", Title: fmt.Sprintf("renewal load: %s live leases, ttl %v, renewed every ttl/3", thousands(float64(s.renewLeases)), s.renewTTL),
@@ -111,13 +141,23 @@ func scenarios(s *settings) []*scenario {
 			Run: memory, Rate: bytesPer,
 			Rows: []row{{"rss_before_mb", "RSS before", "MB"}, {"rss_after_mb", "RSS after", "MB"}, bytesPer, {"load_per_sec", "pipelined holds/s while loading", "ops"}}},
 		{Name: "expiry", Group: "5", Title: fmt.Sprintf("expiry handoff: %s holders stop renewing, deadlines spread over %v, one waiter each", thousands(float64(s.expiryHolders)), s.expirySpread),
-			Run: expiry, Latency: lateness,
+			Run: expiry, On: lockServers, Latency: lateness,
 			Rows: rows(lateness, []row{{"server_cpu_pct", "server CPU while granting, % of one CPU", "pct"}, {"granted", "waiters granted", "n"},
 				{"late_joins", "waiters joined after the deadline (not counted)", "n"}, errorsRow})},
 		ks("get", "get", false),
 		ks("set", "set", false),
 		ks("get-pipelined", "get", true),
 		ks("set-pipelined", "set", true),
+		{Name: "mass-expiry", Group: "7", Title: fmt.Sprintf("mass expiry: %s leases fall due within %v, %d of them with a waiter, while %d clients PING and GET",
+			thousands(float64(s.massLeases)), s.massSpread, s.massWaiters, s.massReaders),
+			Run: massExpiry, Rate: row{"reads_per_sec", "PING+GET/s while they fall due", "ops"}, Latency: pct("read_", "PING/GET"),
+			Rows: rows([]row{{"reads_per_sec", "PING+GET/s while they fall due", "ops"}}, pct("read_", "PING/GET"),
+				[]row{{"read_max_ms", "PING/GET max", "ms"}}, lateness,
+				[]row{{"granted", "waiters granted", "n"}, {"ended_s", "last lease ended, s after the last deadline", "s"},
+					{"server_cpu_pct", "server CPU while they fall due, % of one CPU", "pct"}, {"load_per_sec", "pipelined holds/s while loading", "ops"}, errorsRow})},
+		durable(1),
+		durable(8),
+		durable(50),
 	}
 }
 
@@ -138,8 +178,8 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	s := &settings{}
 	var (
-		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), or 1-6")
-		targets  = fs.String("targets", "tenure,redis-aof,redis", "servers to run against: tenure, redis-aof, redis")
+		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), or 1-8")
+		targets  = fs.String("targets", "tenure,redis-aof,redis,etcd", "servers to run against: tenure, redis-aof, redis, etcd")
 		rounds   = fs.Int("rounds", 3, "rounds; each runs every scenario against every server once")
 		outDir   = fs.String("out", "bench/out", "`directory` for results.json, chart.svg and table.txt")
 		pin      = fs.String("pin", "auto", "CPUs for the servers (taskset -c LIST); auto: the upper half of this machine's CPUs; none: no pinning")
@@ -157,6 +197,12 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&s.expiryTTL, "expiry-ttl", 2500*time.Millisecond, "their ttl: long enough for the holders to be spread and all waiters to join before it runs out")
 	fs.DurationVar(&s.expirySpread, "expiry-spread", time.Second, "the holders take their keys evenly over this time, so the deadlines fall due at holders/spread a second")
 	fs.IntVar(&s.pipeline, "pipeline", 16, "commands in each pipeline of the pipelined keyspace scenarios")
+	fs.IntVar(&s.etcdHolders, "etcd-expiry-holders", 2000, "holders (and waiters) of the expiry scenario on etcd, at most: it takes locks more slowly than the spread would need")
+	fs.IntVar(&s.massLeases, "mass-leases", 1_000_000, "leases of the mass expiry scenario")
+	fs.DurationVar(&s.massSpread, "mass-spread", time.Second, "their deadlines fall evenly within this time")
+	fs.DurationVar(&s.massLead, "mass-lead", 20*time.Second, "the first deadline is this long after loading starts: time to load them all and to queue the waiters")
+	fs.IntVar(&s.massWaiters, "mass-waiters", 1000, "leases of the mass expiry with a waiter each, evenly among them")
+	fs.IntVar(&s.massReaders, "mass-readers", 50, "clients that PING and GET while the leases fall due")
 	fs.StringVar(&s.retry, "redis-retry", "redislock", "the recipe's retry while waiting: redislock (exponential 16-512 ms) or redsync (random 50-250 ms)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -173,8 +219,13 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		return fail("-rounds must be at least 1")
 	case s.duration <= 0 || s.warmup < 0:
 		return fail("-duration must be positive and -warmup not negative")
-	case s.clients < 1 || s.contenders < 1 || s.renewLeases < 1 || s.memLeases < 1 || s.expiryHolders < 1 || s.pipeline < 1:
-		return fail("-clients, -contenders, -renew-leases, -memory-leases, -expiry-holders and -pipeline must be at least 1")
+	case s.clients < 1 || s.contenders < 1 || s.renewLeases < 1 || s.memLeases < 1 || s.expiryHolders < 1 || s.pipeline < 1 ||
+		s.etcdHolders < 1 || s.massLeases < 1 || s.massWaiters < 1 || s.massReaders < 1:
+		return fail("-clients, -contenders, -renew-leases, -memory-leases, -expiry-holders, -etcd-expiry-holders, -pipeline, -mass-leases, -mass-waiters and -mass-readers must be at least 1")
+	case s.massWaiters > min(s.massLeases, 15_000):
+		return fail("-mass-waiters is at most -mass-leases and 15000 (each waiter holds a connection)")
+	case s.massSpread <= 0 || s.massLead < 2*time.Second:
+		return fail("-mass-spread must be positive and -mass-lead at least 2s")
 	case s.expiryHolders > 15_000:
 		return fail("-expiry-holders is at most 15000: each waiter holds a connection, and tenure and redis-server are started with room for 19000")
 	case s.renewTTL < time.Second || s.expiryTTL < time.Second:
@@ -194,14 +245,21 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 
-	// Tools first: a machine without redis-server says so in one line.
-	redisBin, needRedis := "", false
+	// Tools first: a machine without redis-server or etcd says so in one
+	// line.
+	redisBin, etcdBin, needRedis, needEtcd := "", "", false, false
 	for _, t := range tgts {
 		needRedis = needRedis || t.Redis
+		needEtcd = needEtcd || t.Etcd
 	}
 	if needRedis {
 		if redisBin, err = exec.LookPath("redis-server"); err != nil {
-			return fail("redis-server not found on PATH: install it (Debian: apt-get install redis-server) or pass -targets tenure")
+			return fail("redis-server not found on PATH: install it (Debian: apt-get install redis-server) or leave redis and redis-aof out of -targets")
+		}
+	}
+	if needEtcd {
+		if etcdBin, err = exec.LookPath("etcd"); err != nil {
+			return fail("etcd not found on PATH: install it (Debian: apt-get install etcd-server) or leave etcd out of -targets")
 		}
 	}
 	pins, err := planPinning(*pin, *pinSelf)
@@ -237,15 +295,22 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 			return fail("%v", err)
 		}
 	}
-	env := describeEnv(redisBin, pins, s, *rounds, tgts)
-	l := &launcher{tenureBin: tenureBin, redisBin: redisBin, taskset: pins.taskset, cpus: pins.server, tmp: tmp}
+	env := describeEnv(redisBin, etcdBin, pins, s, *rounds, tgts)
+	l := &launcher{tenureBin: tenureBin, redisBin: redisBin, etcdBin: etcdBin, taskset: pins.taskset, cpus: pins.server, tmp: tmp}
 	if pins.server == "" {
 		l.taskset = ""
 	}
 
-	total := *rounds * len(picked) * len(tgts)
+	total := 0
+	for _, sc := range picked {
+		for _, t := range tgts {
+			if sc.runsOn(t) {
+				total += *rounds
+			}
+		}
+	}
 	progress("pinning: %s", pins.note)
-	progress("%d runs: %d rounds × %d scenarios × %d servers; %v measured each (+%v warm-up, + setup)",
+	progress("%d runs: %d rounds × %d scenarios × the servers each runs on (of %d); %v measured each (+%v warm-up, + setup)",
 		total, *rounds, len(picked), len(tgts), s.duration, s.warmup)
 	var results []result
 	began := time.Now()
@@ -258,6 +323,9 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 				t := tgts[(j+round-1)%len(tgts)]
 				if ctx.Err() != nil {
 					break
+				}
+				if !sc.runsOn(t) {
+					continue
 				}
 				eta := "?"
 				if k > 0 {
@@ -309,20 +377,30 @@ func runOnce(ctx context.Context, l *launcher, s *settings, sc *scenario, t *tar
 	res := result{Scenario: sc.Name, Target: t.Name, Round: round}
 	start := time.Now()
 	defer func() { res.Seconds = time.Since(start).Seconds() }()
-	p, err := l.start(ctx, t)
+	p, err := l.start(ctx, t, sc.Start)
 	if err != nil {
 		res.Err = err.Error()
 		return res
 	}
 	defer p.stop()
-	var lk locker = tenureLocker{chunk: readTimeout / 2}
-	if t.Redis {
-		lk = redisLocker{backoff: retryStrategies[s.retry]}
+	rn := &run{cfg: s, p: p, progress: progress}
+	switch {
+	case t.Redis:
+		rn.lk = redisLocker{backoff: retryStrategies[s.retry]}
+	case t.Etcd:
+		rn.lk = etcdLocker{}
+		if rn.etcd, err = dialEtcd(p.addr); err != nil {
+			res.Err = err.Error()
+			return res
+		}
+		defer closeEtcd(rn.etcd)
+	default:
+		rn.lk = tenureLocker{chunk: readTimeout / 2}
 	}
 	// Generous: a run that hangs is a bug to report, not to wait out.
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	m, err := sc.Run(rctx, &run{cfg: s, p: p, lk: lk, progress: progress})
+	m, err := sc.Run(rctx, rn)
 	select {
 	case <-p.exited:
 		err = fmt.Errorf("%s exited during the run (%v): %s", t.Name, p.err, p.logTail())
@@ -365,7 +443,7 @@ func pickScenarios(all []*scenario, spec string) ([]*scenario, error) {
 		f = strings.TrimSpace(f)
 		found := false
 		for _, sc := range all {
-			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") {
+			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") {
 				want[sc.Name], found = true, true
 			}
 		}
@@ -393,7 +471,7 @@ func pickTargets(spec string) ([]*target, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("-targets: unknown %q (want tenure, redis-aof, redis)", f)
+			return nil, fmt.Errorf("-targets: unknown %q (want tenure, redis-aof, redis, etcd)", f)
 		}
 	}
 	return out, nil
@@ -401,7 +479,7 @@ func pickTargets(spec string) ([]*target, error) {
 
 func hasTenure(ts []*target) bool {
 	for _, t := range ts {
-		if !t.Redis {
+		if !t.Redis && !t.Etcd {
 			return true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // settings are the knobs of the scenarios, from the flags.
@@ -27,6 +28,12 @@ type settings struct {
 	expirySpread  time.Duration
 	pipeline      int
 	retry         string // the recipe's retry strategy: redislock or redsync
+	etcdHolders   int    // expiry holders on etcd, at most
+	massLeases    int
+	massSpread    time.Duration
+	massLead      time.Duration
+	massWaiters   int
+	massReaders   int
 }
 
 // run is what a scenario gets for one run against one fresh server.
@@ -34,6 +41,7 @@ type run struct {
 	cfg      *settings
 	p        *process
 	lk       locker
+	etcd     []*clientv3.Client               // on etcd, the clients the workers share
 	progress func(format string, args ...any) // a line on stderr
 }
 
@@ -72,6 +80,9 @@ func newClient(addr string, pool, buf int) *redis.Client {
 // warm opens n connections of c's pool at once, so that dialing is not
 // measured, and readies the dialect on the server.
 func (r *run) warm(ctx context.Context, c *redis.Client, n int) error {
+	if r.p.target.Etcd {
+		return nil // its clients were dialed, blocking, before the run
+	}
 	conns := make([]*redis.Conn, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -89,6 +100,32 @@ func (r *run) warm(ctx context.Context, c *redis.Client, n int) error {
 		return fmt.Errorf("open %d connections: %w", n, err)
 	}
 	return r.lk.prepare(ctx, c)
+}
+
+// workers makes n workers sending through c, each with its session made
+// (on etcd) for ttl, so that no grant of a lease is measured as a hold.
+func (r *run) workers(ctx context.Context, c *redis.Client, n int, ttl time.Duration) ([]*worker, error) {
+	ws := make([]*worker, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		ws[i] = r.worker(c, i)
+		if ws[i].etcd != nil {
+			wg.Go(func() { errs[i] = ws[i].session(ctx, ttl) })
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		closeWorkers(ws)
+		return nil, err
+	}
+	return ws, nil
+}
+
+func closeWorkers(ws []*worker) {
+	for _, w := range ws {
+		w.close()
+	}
 }
 
 // failures counts failed operations and keeps the first error.
@@ -156,6 +193,11 @@ func uncontended(ctx context.Context, r *run) (map[string]float64, error) {
 	if err := r.warm(ctx, c, n); err != nil {
 		return nil, err
 	}
+	ws, err := r.workers(ctx, c, n, lockTTL)
+	if err != nil {
+		return nil, err
+	}
+	defer closeWorkers(ws)
 	w := newWindow(r.cfg.warmup, r.cfg.duration)
 	cpu := r.meter(w)
 	samples := make([][]int64, n)
@@ -163,7 +205,7 @@ func uncontended(ctx context.Context, r *run) (map[string]float64, error) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			rng := newRand()
+			wk := ws[i]
 			keys := make([]string, 16)
 			for j := range keys {
 				keys[j] = "own:" + strconv.Itoa(i) + ":" + strconv.Itoa(j)
@@ -173,9 +215,9 @@ func uncontended(ctx context.Context, r *run) (map[string]float64, error) {
 				if start >= w.to {
 					return
 				}
-				l, err := r.lk.hold(ctx, c, rng, keys[j%len(keys)], lockTTL)
+				l, err := r.lk.hold(ctx, wk, keys[j%len(keys)], lockTTL)
 				if err == nil {
-					err = r.lk.release(ctx, c, l)
+					err = r.lk.release(ctx, wk, l)
 				}
 				end := now()
 				if err != nil {
@@ -213,6 +255,11 @@ func contended(ctx context.Context, r *run) (map[string]float64, error) {
 	if err := r.warm(ctx, c, n); err != nil {
 		return nil, err
 	}
+	ws, err := r.workers(ctx, c, n, lockTTL)
+	if err != nil {
+		return nil, err
+	}
+	defer closeWorkers(ws)
 	w := newWindow(r.cfg.warmup, r.cfg.duration)
 	// Waiting recipe clients stop at the window's end; tenure's are
 	// granted in turn and leave.
@@ -228,9 +275,9 @@ func contended(ctx context.Context, r *run) (map[string]float64, error) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			rng := newRand()
+			wk := ws[i]
 			for ctx.Err() == nil && now() < w.to {
-				l, err := r.lk.hold(wctx, c, rng, "hot", lockTTL)
+				l, err := r.lk.hold(wctx, wk, "hot", lockTTL)
 				granted := now()
 				if err != nil {
 					if wctx.Err() == nil {
@@ -247,7 +294,7 @@ func contended(ctx context.Context, r *run) (map[string]float64, error) {
 				}
 				lastHolder.Store(int64(i))
 				lastRelease.Store(now())
-				if err := r.lk.release(ctx, c, l); err != nil {
+				if err := r.lk.release(ctx, wk, l); err != nil {
 					fail.add(err)
 				}
 			}
@@ -274,9 +321,10 @@ func contended(ctx context.Context, r *run) (map[string]float64, error) {
 	return m, fail.verdict(m, total)
 }
 
-// bulkHold takes n keys named prefix+i for ttl, through pipelines of 256
-// from 8 workers, and returns the leases if keep. Every key must be free.
-func (r *run) bulkHold(ctx context.Context, c *redis.Client, prefix string, n int, ttl time.Duration, keep bool) ([]lease, error) {
+// bulkHold takes n keys named prefix+i, key i for ttl(i) (called as its
+// HOLD is queued), through pipelines of 256 from 8 workers, and returns the
+// leases if keep. Every key must be free.
+func (r *run) bulkHold(ctx context.Context, c *redis.Client, prefix string, n int, ttl func(i int) time.Duration, keep bool) ([]lease, error) {
 	const workers, batch = 8, 256
 	var leases []lease
 	if keep {
@@ -301,13 +349,13 @@ func (r *run) bulkHold(ctx context.Context, c *redis.Client, prefix string, n in
 	var wg sync.WaitGroup
 	for wk := range workers {
 		wg.Go(func() {
-			rng := newRand()
+			w := r.worker(c, wk)
 			for lo := wk * batch; lo < n && ctx.Err() == nil; lo += workers * batch {
 				hi := min(lo+batch, n)
 				pipe := c.Pipeline()
 				parse := make([]func() (lease, bool, error), 0, hi-lo)
 				for i := lo; i < hi; i++ {
-					parse = append(parse, r.lk.tryHold(ctx, pipe, rng, prefix+strconv.Itoa(i), ttl))
+					parse = append(parse, r.lk.tryHold(ctx, pipe, w, prefix+strconv.Itoa(i), ttl(i)))
 				}
 				pipe.Exec(ctx) // each reply is read below, errors included
 				for k, p := range parse {
@@ -334,6 +382,11 @@ func (r *run) bulkHold(ctx context.Context, c *redis.Client, prefix string, n in
 	return leases, ctx.Err()
 }
 
+// fixed is the same ttl for every key of a bulkHold.
+func fixed(ttl time.Duration) func(int) time.Duration {
+	return func(int) time.Duration { return ttl }
+}
+
 // renewal: renewLeases live leases, renewed at ttl/3 as the SDK renews,
 // spread evenly over the period by clients workers. The offered load is
 // fixed (leases / (ttl/3) per second); what differs is whether the server
@@ -345,7 +398,7 @@ func renewal(ctx context.Context, r *run) (map[string]float64, error) {
 	if err := r.warm(ctx, c, n+8); err != nil {
 		return nil, err
 	}
-	leases, err := r.bulkHold(ctx, c, "renew:", r.cfg.renewLeases, ttl, true)
+	leases, err := r.bulkHold(ctx, c, "renew:", r.cfg.renewLeases, fixed(ttl), true)
 	if err != nil {
 		return nil, err
 	}
@@ -359,6 +412,7 @@ func renewal(ctx context.Context, r *run) (map[string]float64, error) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
+			wk := r.worker(c, i)
 			var mine []lease
 			for j := i; j < len(leases); j += n {
 				mine = append(mine, leases[j])
@@ -378,7 +432,7 @@ func renewal(ctx context.Context, r *run) (map[string]float64, error) {
 					continue // lost earlier
 				}
 				s := now()
-				err := r.lk.renew(ctx, c, l, ttl)
+				err := r.lk.renew(ctx, wk, l, ttl)
 				e := now()
 				switch {
 				case errors.Is(err, errLost):
@@ -426,7 +480,7 @@ func memory(ctx context.Context, r *run) (map[string]float64, error) {
 	n := r.cfg.memLeases
 	start := time.Now()
 	// Ten minutes: alive however long the loading takes.
-	if _, err := r.bulkHold(ctx, c, "mem:", n, 10*time.Minute, false); err != nil {
+	if _, err := r.bulkHold(ctx, c, "mem:", n, fixed(10*time.Minute), false); err != nil {
 		return nil, err
 	}
 	load := time.Since(start)
@@ -479,6 +533,11 @@ func liveLocks(ctx context.Context, c *redis.Client, t *target) (int, error) {
 // connection each; the recipe's retry with backoff.
 func expiry(ctx context.Context, r *run) (map[string]float64, error) {
 	h, ttl := r.cfg.expiryHolders, r.cfg.expiryTTL
+	if r.p.target.Etcd {
+		// etcd takes ~5,000 locks a second here: more holders would not
+		// take their keys within the spread.
+		h = min(h, r.cfg.etcdHolders)
+	}
 	hc := newClient(r.p.addr, r.cfg.clients+4, 16<<10)
 	defer hc.Close()
 	wc := newClient(r.p.addr, h+4, 4<<10)
@@ -489,6 +548,11 @@ func expiry(ctx context.Context, r *run) (map[string]float64, error) {
 	if err := r.warm(ctx, wc, h); err != nil {
 		return nil, err
 	}
+	waiters, err := r.workers(ctx, wc, h, lockTTL)
+	if err != nil {
+		return nil, err
+	}
+	defer closeWorkers(waiters)
 	keys := make([]string, h)
 	for i := range keys {
 		keys[i] = "exp:" + strconv.Itoa(i)
@@ -499,18 +563,20 @@ func expiry(ctx context.Context, r *run) (map[string]float64, error) {
 	var wg sync.WaitGroup
 	holding := now()
 	step := int64(r.cfg.expirySpread) / int64(h)
-	for range r.cfg.clients {
+	for k := range r.cfg.clients {
 		wg.Go(func() {
-			rng := newRand()
+			wk := r.worker(hc, k)
+			defer wk.close()
 			for i := int(next.Add(1) - 1); i < h && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				sleepUntil(holding + int64(i)*step)
 				sent := now()
-				if _, err := r.lk.hold(ctx, hc, rng, keys[i], ttl); err != nil {
+				l, err := r.lk.hold(ctx, wk, keys[i], ttl)
+				if err != nil {
 					fail.add(err)
 					deadline[i] = -1
 					continue
 				}
-				deadline[i] = sent + int64(ttl)
+				deadline[i] = r.lk.stopRenewing(wk, l, sent, ttl)
 			}
 		})
 	}
@@ -544,7 +610,7 @@ func expiry(ctx context.Context, r *run) (map[string]float64, error) {
 				lateJoins.Add(1) // joined after the deadline: not a measure of the store
 				return
 			}
-			_, err := r.lk.hold(wctx, wc, newRand(), keys[i], lockTTL)
+			_, err := r.lk.hold(wctx, waiters[i], keys[i], lockTTL)
 			granted := now()
 			if err != nil {
 				fail.add(err)
@@ -577,12 +643,12 @@ func expiry(ctx context.Context, r *run) (map[string]float64, error) {
 	return m, fail.verdict(m, lat.N)
 }
 
-// keyspace returns the GET or SET scenario, one command a round trip or
-// pipelines of r.cfg.pipeline; ops are commands, latency is per round trip.
-func keyspace(op string, pipelined bool) scenarioFunc {
+// keyspace returns the GET or SET scenario of n clients, one command a
+// round trip or pipelines of r.cfg.pipeline; ops are commands, latency is
+// per round trip.
+func keyspace(op string, pipelined bool, n int) scenarioFunc {
 	return func(ctx context.Context, r *run) (map[string]float64, error) {
 		const nkeys = 10_000
-		n := r.cfg.clients
 		c := newClient(r.p.addr, n+4, 16<<10)
 		defer c.Close()
 		if err := r.warm(ctx, c, n); err != nil {
@@ -654,4 +720,150 @@ func keyspace(op string, pipelined bool) scenarioFunc {
 		}
 		return m, fail.verdict(m, lat.N)
 	}
+}
+
+// massExpiry: massLeases leases whose deadlines fall evenly within
+// massSpread, massWaiters of them with a waiter in line, while massReaders
+// clients PING and GET. What it shows is whether ending a million leases at
+// once stalls everything else: the readers' latency while they fall due,
+// the waiters' grant lateness (LOCK-06), and how long after the last
+// deadline the last lease is gone. The leases are loaded through pipelines
+// with a ttl each that puts its deadline at its place in the spread,
+// massLead after loading began; a lease's deadline is taken as that place,
+// which the store's is no earlier than.
+func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
+	n, spread, nw, nr := r.cfg.massLeases, r.cfg.massSpread, r.cfg.massWaiters, r.cfg.massReaders
+	c := newClient(r.p.addr, 12, 64<<10)
+	defer c.Close()
+	wc := newClient(r.p.addr, nw+4, 4<<10)
+	defer wc.Close()
+	rc := newClient(r.p.addr, nr+4, 4<<10)
+	defer rc.Close()
+	for _, w := range []struct {
+		c *redis.Client
+		n int
+	}{{c, 8}, {wc, nw}, {rc, nr}} {
+		if err := r.warm(ctx, w.c, w.n); err != nil {
+			return nil, err
+		}
+	}
+	const readKey = "mass:read"
+	if err := c.Set(ctx, readKey, "0123456789abcdef", 0).Err(); err != nil {
+		return nil, err
+	}
+	start := now()
+	first := start + int64(r.cfg.massLead)
+	due := func(i int) int64 { return first + int64(spread)*int64(i)/int64(n) }
+	var short atomic.Bool
+	ttl := func(i int) time.Duration {
+		// Rounded up to the millisecond the command carries, so that the
+		// store's deadline is no earlier than due(i).
+		d := (time.Duration(due(i)-now()) + time.Millisecond - 1).Truncate(time.Millisecond)
+		if d < time.Second {
+			short.Store(true) // tenure's smallest TTL; loading took too long
+			d = time.Second
+		}
+		return d
+	}
+	if _, err := r.bulkHold(ctx, c, "mass:", n, ttl, false); err != nil {
+		return nil, err
+	}
+	loaded := now()
+	if short.Load() || loaded > first-int64(500*time.Millisecond) {
+		return nil, fmt.Errorf("loading %d leases took %.1fs, too close to the first deadline: raise -mass-lead", n, float64(loaded-start)/1e9)
+	}
+
+	// The waiters join at once, well before their holders' deadlines.
+	late := make([][]int64, nw)
+	var fail failures
+	var lateJoins atomic.Int64
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(first-now())+spread+30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for k := range nw {
+		wg.Go(func() {
+			i := k * n / nw
+			deadline := due(i)
+			if now() >= deadline {
+				lateJoins.Add(1)
+				return
+			}
+			_, err := r.lk.hold(wctx, r.worker(wc, k), "mass:"+strconv.Itoa(i), lockTTL)
+			granted := now()
+			if err != nil {
+				fail.add(err)
+				return
+			}
+			late[k] = []int64{max(granted-deadline, 0)}
+		})
+	}
+
+	// The readers, from a second before the first deadline to half a
+	// second after the last; measured while the leases fall due.
+	w := window{from: first, to: first + int64(spread) + int64(500*time.Millisecond)}
+	cpu := r.meter(w)
+	reads := make([][]int64, nr)
+	var readers sync.WaitGroup
+	for k := range nr {
+		readers.Go(func() {
+			sleepUntil(first - int64(time.Second))
+			for j := 0; ctx.Err() == nil; j++ {
+				s := now()
+				if s >= w.to {
+					return
+				}
+				var err error
+				if j%2 == 0 {
+					err = rc.Ping(ctx).Err()
+				} else {
+					err = rc.Get(ctx, readKey).Err()
+				}
+				e := now()
+				if err != nil {
+					fail.add(err)
+					continue
+				}
+				if w.holds(s, e) {
+					reads[k] = append(reads[k], e-s)
+				}
+			}
+		})
+	}
+	readers.Wait()
+	wg.Wait()
+	m := map[string]float64{"load_per_sec": float64(n) / (float64(loaded-start) / 1e9), "late_joins": float64(lateJoins.Load())}
+	lat := summarize(reads)
+	m["reads_per_sec"] = float64(lat.N) / w.seconds()
+	lat.put(m, "read_")
+	if err := cpu(m, lat.N); err != nil {
+		return nil, err
+	}
+	wl := summarize(late)
+	m["granted"] = float64(wl.N)
+	if wl.N > 0 {
+		m["late_p50_ms"], m["late_p99_ms"], m["late_max_ms"] = wl.P50, wl.P99, wl.Max
+	}
+
+	// Gone: only the waiters' leases are left (and the key the readers
+	// read, on Redis).
+	last := due(n - 1)
+	left := nw
+	if r.p.target.Redis {
+		left++
+	}
+	for {
+		live, err := liveLocks(ctx, c, r.p.target)
+		if err != nil {
+			return nil, err
+		}
+		if live <= left {
+			m["ended_s"] = max(float64(now()-last)/1e9, 0)
+			break
+		}
+		if now()-last > int64(time.Minute) {
+			return nil, fmt.Errorf("%d leases still live a minute after the last deadline", live-left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return m, fail.verdict(m, lat.N)
 }

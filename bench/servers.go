@@ -19,9 +19,10 @@ import (
 
 // A target is one server configuration the scenarios run against.
 type target struct {
-	Name  string // tenure, redis-aof, redis
+	Name  string // tenure, redis-aof, redis, etcd
 	Redis bool   // a redis-server (the SET NX PX recipe) rather than tenure
 	AOF   bool   // redis-server with appendonly yes, appendfsync everysec
+	Etcd  bool   // etcd-server, locks through concurrency.Mutex; lock scenarios only
 	About string // one line for the header
 }
 
@@ -29,6 +30,15 @@ var allTargets = []*target{
 	{Name: "tenure", About: "tenure --fsync everysec (leases in memory, epoch on disk; keys on Pebble)"},
 	{Name: "redis-aof", Redis: true, AOF: true, About: "redis-server, appendonly yes, appendfsync everysec (the fair comparison)"},
 	{Name: "redis", Redis: true, About: "redis-server, persistence off (save \"\", appendonly no)"},
+	{Name: "etcd", Etcd: true, About: "etcd-server, one member, defaults (fsync on every commit); lock scenarios only"},
+}
+
+// startOptions are what a scenario asks of the server it runs against.
+type startOptions struct {
+	// fsyncAlways: every write durable before it is answered (the
+	// durability scenarios): tenure --fsync always, redis-server
+	// appendfsync always. etcd does so always.
+	fsyncAlways bool
 }
 
 // process is one running server, started fresh for each run so that no run
@@ -50,6 +60,7 @@ type process struct {
 type launcher struct {
 	tenureBin string
 	redisBin  string
+	etcdBin   string
 	taskset   string // path of taskset; empty: no pinning
 	cpus      string // CPU list for the servers, as taskset -c takes it
 	tmp       string // the run's temp dir; each server gets a dir inside
@@ -57,7 +68,7 @@ type launcher struct {
 }
 
 // start launches a fresh server for t and waits until it answers PING.
-func (l *launcher) start(ctx context.Context, t *target) (*process, error) {
+func (l *launcher) start(ctx context.Context, t *target, opt startOptions) (*process, error) {
 	l.seq++
 	dir := filepath.Join(l.tmp, fmt.Sprintf("%03d-%s", l.seq, t.Name))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -69,7 +80,8 @@ func (l *launcher) start(ctx context.Context, t *target) (*process, error) {
 	}
 	p := &process{target: t, dir: dir, logf: logf, exited: make(chan struct{}), logged: make(chan struct{})}
 	var argv []string
-	if t.Redis {
+	switch {
+	case t.Redis:
 		port, err := freePort()
 		if err != nil {
 			logf.Close()
@@ -77,15 +89,27 @@ func (l *launcher) start(ctx context.Context, t *target) (*process, error) {
 		}
 		p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		conf := filepath.Join(dir, "redis.conf")
-		if err := os.WriteFile(conf, redisConf(port, dir, t.AOF), 0o644); err != nil {
+		if err := os.WriteFile(conf, redisConf(port, dir, t.AOF, opt.fsyncAlways), 0o644); err != nil {
 			logf.Close()
 			return nil, err
 		}
 		argv = []string{l.redisBin, conf}
-	} else {
+	case t.Etcd:
+		ports, err := freePorts(2)
+		if err != nil {
+			logf.Close()
+			return nil, err
+		}
+		p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+		argv = append([]string{l.etcdBin}, etcdArgs(filepath.Join(dir, "data"), ports[0], ports[1])...)
+	default:
+		fsync := "everysec"
+		if opt.fsyncAlways {
+			fsync = "always"
+		}
 		// Port 0: tenure logs the address it got, and we read it there.
 		argv = []string{l.tenureBin, "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, "data"),
-			"--fsync", "everysec", "--max-clients", "19000"}
+			"--fsync", fsync, "--max-clients", "19000"}
 	}
 	if l.taskset != "" {
 		// taskset execs the server in place, so the pid stays the server's.
@@ -96,7 +120,8 @@ func (l *launcher) start(ctx context.Context, t *target) (*process, error) {
 	ready := make(chan string, 1)
 	p.cmd.Stderr = logf
 	var pw *io.PipeWriter
-	if !t.Redis {
+	isTenure := !t.Redis && !t.Etcd
+	if isTenure {
 		var pr *io.PipeReader
 		pr, pw = io.Pipe()
 		p.cmd.Stderr = pw
@@ -125,7 +150,7 @@ func (l *launcher) start(ctx context.Context, t *target) (*process, error) {
 	}()
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
-	if !t.Redis {
+	if isTenure {
 		select {
 		case p.addr = <-ready:
 		case <-p.exited:
@@ -141,8 +166,12 @@ func (l *launcher) start(ctx context.Context, t *target) (*process, error) {
 	// Both must answer before a run starts: wait for the listener, not a
 	// sleep. (A raw PING: go-redis's pool backs off for a second after a
 	// failed dial, which would add a second to every run.)
+	answers := ping
+	if t.Etcd {
+		answers = etcdAnswers
+	}
 	for {
-		err := ping(p.addr)
+		err := answers(p.addr)
 		if err == nil {
 			return p, nil
 		}
@@ -151,7 +180,7 @@ func (l *launcher) start(ctx context.Context, t *target) (*process, error) {
 			return nil, fmt.Errorf("%s exited before it was ready (%v): %s", t.Name, p.err, p.logTail())
 		case <-deadline.C:
 			p.stop()
-			return nil, fmt.Errorf("%s did not answer PING within 30s (%v): %s", t.Name, err, p.logTail())
+			return nil, fmt.Errorf("%s was not ready within 30s (%v): %s", t.Name, err, p.logTail())
 		case <-ctx.Done():
 			p.stop()
 			return nil, ctx.Err()
@@ -207,13 +236,16 @@ func watchReady(r io.Reader, log io.Writer, ready chan<- string) {
 
 // redisConf is a redis.conf for a benchmark server: loopback, its own dir,
 // no RDB snapshots, AOF as asked, and room for as many clients as tenure.
-func redisConf(port int, dir string, aof bool) []byte {
+func redisConf(port int, dir string, aof, fsyncAlways bool) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "bind 127.0.0.1\nport %d\nprotected-mode no\ndaemonize no\n", port)
 	fmt.Fprintf(&b, "dir %q\nlogfile \"\"\nloglevel warning\nsave \"\"\nmaxclients 19000\n", dir)
-	if aof {
+	switch {
+	case aof && fsyncAlways:
+		b.WriteString("appendonly yes\nappendfsync always\n")
+	case aof:
 		b.WriteString("appendonly yes\nappendfsync everysec\n")
-	} else {
+	default:
 		b.WriteString("appendonly no\n")
 	}
 	return b.Bytes()
@@ -288,12 +320,26 @@ func (p *process) rss() (int64, error) {
 }
 
 // freePort asks the kernel for a free loopback port. Another process could
-// take it before redis-server binds it; start then fails and says so.
+// take it before the server binds it; start then fails and says so.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := freePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ps[0], nil
+}
+
+// freePorts is n distinct free loopback ports, all held open until all are
+// found so that none is handed out twice.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }

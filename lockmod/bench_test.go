@@ -3,7 +3,9 @@ package lockmod
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -201,5 +203,59 @@ func TestHoldGrantedAtOnceAllocatesOnce(t *testing.T) {
 	id := g.LeaseID()
 	if allocs := testing.AllocsPerRun(1000, func() { m.Renew(id, 0) }); allocs != 0 {
 		t.Errorf("%.2f allocations a RENEW, want 0", allocs)
+	}
+}
+
+// BenchmarkMassExpiry: a million leases fall due at one instant and the
+// clock's timer ends them. An op is the whole sweep. What every other lock
+// command waits behind is how long the timer holds the Manager's lock in one
+// go: the whole sweep when it is one step (step=all, as before the sweep had
+// steps), one step of DefaultSweepStep ends otherwise. hold-p99-ms and
+// hold-max-ms are over the holds of every op (a hold here is a step and the
+// yield after it).
+func BenchmarkMassExpiry(b *testing.B) {
+	const n = 1_000_000
+	reqids := reqIDs(n)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "job-" + strconv.Itoa(i)
+	}
+	for _, step := range []int{math.MaxInt, DefaultSweepStep} {
+		name := "step=" + strconv.Itoa(step)
+		if step == math.MaxInt {
+			name = "step=all"
+		}
+		b.Run(name, func(b *testing.B) {
+			var holds []time.Duration
+			for range b.N {
+				b.StopTimer()
+				clock := NewFakeClock(start)
+				m := New(Config{Clock: clock})
+				m.sweepStep = step
+				for i := range keys {
+					if _, err := m.Hold(HoldRequest{Lock: "batch", Key: keys[i], ReqID: reqids[i], TTL: 2 * sec}).Result(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				b.StartTimer()
+				began := time.Now()
+				m.betweenSteps = func() {
+					holds = append(holds, time.Since(began))
+					began = time.Now()
+				}
+				clock.Advance(2 * sec)
+				holds = append(holds, time.Since(began))
+				b.StopTimer()
+				if s := m.Stats(); s.Leases != 0 || s.ExpiredTotal != n {
+					b.Fatalf("after the sweep: %d live, %d expired; want 0 and %d", s.Leases, s.ExpiredTotal, n)
+				}
+				m.Close()
+				b.StartTimer()
+			}
+			slices.Sort(holds)
+			b.ReportMetric(float64(holds[(len(holds)*99)/100])/1e6, "hold-p99-ms")
+			b.ReportMetric(float64(holds[len(holds)-1])/1e6, "hold-max-ms")
+		})
 	}
 }

@@ -5,6 +5,8 @@ package lockmod
 // clock timer is armed for the earliest.
 
 import (
+	"math"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -119,21 +121,28 @@ func (q *eventQueue) down(i int) bool {
 func (q *eventQueue) clear() { q.refs = nil }
 
 // advance runs every event due at or before now, earliest first (LOCK-06).
-// The clock's timer calls it, and so does every method before it reads
-// state, so that a late timer never lets an ended lease be seen as live.
-func (m *Manager) advance(now instant) {
-	for {
+// Every method runs it before it reads state, so that a late timer, or a
+// sweep that has not reached a lease yet, never lets an ended lease be seen
+// as live.
+func (m *Manager) advance(now instant) { m.sweep(now, math.MaxInt) }
+
+// sweep runs at most limit of the events due at or before now, earliest
+// first, and reports whether more are due.
+// Due leases with a waiter go first (see contestedLease): a sweep that
+// lags still grants their waiters at once.
+func (m *Manager) sweep(now instant, limit int) (more bool) {
+	for range limit {
+		if r := m.dueContested(now); r != nil {
+			m.expire(r, now)
+			continue
+		}
 		r := m.events.first()
 		if r == nil || r.at > now {
-			return
+			return false
 		}
 		switch r.phase {
 		case live:
-			why := expired
-			if md := r.maxDeadline(); md != 0 && r.at >= md {
-				why = revokedMaxHold // LOCK-07
-			}
-			m.end(r, why, r.at, now)
+			m.expire(r, now)
 		case waiting:
 			m.linger(r, r.at, ErrNotGranted)
 		case lingering:
@@ -145,6 +154,8 @@ func (m *Manager) advance(now instant) {
 			m.forget(r)
 		}
 	}
+	r := m.events.first()
+	return r != nil && r.at <= now
 }
 
 // arm makes sure one clock timer is armed no later than the earliest event.
@@ -165,20 +176,52 @@ func (m *Manager) arm(now instant) {
 	m.timer = m.clock.AfterFunc(time.Duration(next-now), m.fireFn)
 }
 
+// expire ends live lease r at its deadline, due at now: expired, or revoked
+// if the deadline is its MAXHOLD's (LOCK-07).
+func (m *Manager) expire(r *request, now instant) {
+	why := expired
+	if md := r.maxDeadline(); md != 0 && r.at >= md {
+		why = revokedMaxHold
+	}
+	m.end(r, why, r.at, now)
+}
+
+// DefaultSweepStep is how many due events the clock's timer runs under one
+// hold of the Manager's lock. A million leases that fall due at once would
+// otherwise hold it for the whole sweep, and the goroutine that sweeps would
+// keep the CPU from everything else the server does; between steps the
+// timer lets the lock go and yields. A method that comes in between still
+// runs every event due before it reads (advance): the steps spread the
+// timer's work, they never leave a read stale.
+const DefaultSweepStep = 1024
+
 // fire is the clock timer's callback. A timer fires at or after the time it
 // was armed for, so one that fires before timerAt is a stale timer whose Stop
 // came too late; it must not forget the armed one. (At worst a stale timer
-// makes one extra wake-up.)
+// makes one extra wake-up.) It sweeps what is due in steps (see
+// DefaultSweepStep).
 func (m *Manager) fire() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return
+		}
+		now := m.now()
+		if now >= m.timerAt {
+			m.timer = nil
+		}
+		more := m.sweep(now, m.sweepStep)
+		if !more {
+			m.arm(now)
+		}
+		m.mu.Unlock()
+		if !more {
+			return
+		}
+		if m.betweenSteps != nil {
+			m.betweenSteps()
+		}
+		runtime.Gosched()
 	}
-	now := m.now()
-	if now >= m.timerAt {
-		m.timer = nil
-	}
-	m.advance(now)
-	m.arm(now)
 }

@@ -94,6 +94,7 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 	r.rare = &rare{waiter: w, maxHold: req.MaxHold, joinedAt: now}
 	r.phase = waiting
 	m.join(r)
+	m.contest(m.holder(name))
 	m.reqs.put(m.hashName(r.reqKey()), r.ref)
 	if req.HasWait {
 		r.at = now.add(req.Wait)
@@ -147,6 +148,7 @@ func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now ins
 	w := &waiter{done: make(chan struct{}), m: m, req: r}
 	p.waiter = w
 	r.phase = waiting
+	m.contest(m.holder(r.name()))
 	if req.HasWait {
 		r.at = now.add(req.Wait)
 		m.events.schedule(r)

@@ -39,6 +39,9 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 	}
 	r.at = m.deadline(r, now, ttl)
 	m.events.schedule(r)
+	if m.lines[r.name()] != nil {
+		m.contest(r)
+	}
 	m.stats.RenewalsTotal++
 	return time.Duration(r.at - now), nil
 }
@@ -116,7 +119,7 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 		lock, key := splitName(r.name())
 		m.observer.LeaseEnded(EndEvent{Lock: lock, Key: key, Fence: r.fence, Reason: reasonText[why], Held: time.Duration(at - r.grantedAt)})
 	}
-	m.grantNext(r.name(), now)
+	m.grantNext(r.name(), at, now)
 	m.unlistIfIdle(r.name())
 }
 
@@ -128,11 +131,13 @@ func (m *Manager) unlistIfIdle(name string) {
 	}
 }
 
-// grantNext grants the free key name to the first open request in its line,
-// passing over lingering places (LOCK-08). A request whose grant fails (the
-// epoch bump or the random source failed) is answered with the error and
-// leaves; the next one is tried.
-func (m *Manager) grantNext(name string, now instant) {
+// grantNext grants the key name, free since freedAt, to the first open
+// request in its line, passing over lingering places (LOCK-08). A request
+// whose WAIT ran out before freedAt, its event not run yet (the contested
+// go first in a sweep), lingers from then instead. A request whose grant
+// fails (the epoch bump or the random source failed) is answered with the
+// error and leaves; the next one is tried.
+func (m *Manager) grantNext(name string, freedAt, now instant) {
 	ln := m.lines[name]
 	if ln == nil {
 		return
@@ -140,6 +145,9 @@ func (m *Manager) grantNext(name string, now instant) {
 	for r := ln.head; r != nil; {
 		p := r.rare
 		next := p.next
+		if p.waiter != nil && r.index >= 0 && r.at < freedAt {
+			m.linger(r, r.at, ErrNotGranted)
+		}
 		if p.waiter == nil {
 			r = next
 			continue
@@ -152,6 +160,9 @@ func (m *Manager) grantNext(name string, now instant) {
 			continue
 		}
 		p.waiter.finish(m.grantOf(r, now), nil)
+		if m.lines[name] != nil {
+			m.contest(r)
+		}
 		return
 	}
 }

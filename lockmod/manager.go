@@ -77,7 +77,10 @@ type Manager struct {
 	leases table            // leaseID.hash -> live and remembered ended leases (LOCK-04, LOCK-05)
 	reqs   table            // hashName(reqid as kept) -> its place, lease or ended lease (LOCK-03)
 	events eventQueue       // LOCK-06
-	seed   maphash.Seed
+	// contested files the live leases whose keys have a line, so that a
+	// lagging sweep ends them first (LOCK-06).
+	contested contestedHeap
+	seed      maphash.Seed
 	// hashMask is all ones; tests narrow it to make hashes collide.
 	hashMask uint32
 
@@ -93,6 +96,12 @@ type Manager struct {
 
 	observer Observer
 	trace    func(traceEvent) // tests only
+
+	// sweepStep is DefaultSweepStep; tests and benchmarks change it.
+	sweepStep int
+	// betweenSteps, if set (tests only), runs between two steps of the
+	// timer's sweep, without the lock.
+	betweenSteps func()
 }
 
 // traceEvent reports a grant or an end to tests, with its store time.
@@ -124,6 +133,7 @@ func New(cfg Config) *Manager {
 		hashMask:  math.MaxUint32,
 		doneCh:    make(chan struct{}),
 		observer:  cfg.Observer,
+		sweepStep: DefaultSweepStep,
 	}
 	m.events.slab = &m.slab
 	if m.clock == nil {
@@ -171,6 +181,7 @@ func (m *Manager) Close() {
 	m.leases.clear()
 	m.reqs.clear()
 	m.events.clear()
+	m.contested = nil
 	m.slab = slab{}
 	m.waiters = 0
 }
