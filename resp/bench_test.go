@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -26,7 +26,7 @@ const (
 // returns a client of it.
 func benchStore(b *testing.B) (*redis.Client, []string) {
 	b.Helper()
-	srv := resptest.Start(b, resp.Config{})
+	srv := resptest.Start(b, tenure.Options{})
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true, PipelinePoolSize: -1})
 	b.Cleanup(func() { c.Close() })
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
@@ -227,7 +228,7 @@ func TestBitsCompat(t *testing.T) {
 // is refused before anything is allocated. LCS's table is held to the
 // same limit, as in Redis.
 func TestBitsAndLCSBoundedByProtoMaxBulkLen(t *testing.T) {
-	s := resptest.Start(t, resp.Config{Limits: resp.Limits{MaxBulkLen: 1024}})
+	s := resptest.Start(t, tenure.Options{Limits: resp.Limits{MaxBulkLen: 1024}})
 	transcript(t, s.Client(), []step{
 		{"SETBIT k 8191 1", 0},
 		{"STRLEN k", 1024},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
@@ -353,7 +354,7 @@ func TestConnectionUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := resptest.Start(t, resp.Config{Users: users})
+	s := resptest.Start(t, tenure.Options{Users: users})
 	noauth := "NOAUTH Authentication required."
 	wrongpass := "WRONGPASS invalid username-password pair or user is disabled."
 	noperm := func(cmd string) string {
@@ -476,7 +477,7 @@ func TestConnectionUsers(t *testing.T) {
 // --max-clients: a connection over the limit is told so and closed; once
 // one leaves, another may come.
 func TestConnectionMaxClients(t *testing.T) {
-	s := resptest.Start(t, resp.Config{MaxClients: 2})
+	s := resptest.Start(t, tenure.Options{MaxClients: 2})
 	a, b := dialRaw(t, s), dialRaw(t, s)
 	for _, r := range []*rawConn{a, b} {
 		r.send("PING\r\n")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
@@ -43,8 +44,8 @@ func FuzzDispatch(f *testing.F) {
 	}
 	// A small bulk limit keeps SETRANGE and APPEND from writing 512 MB.
 	limits := resp.Limits{MaxBulkLen: 1 << 20}
-	open := resptest.Start(f, resp.Config{Logger: slog.New(panics), Limits: limits})
-	guarded := resptest.Start(f, resp.Config{Logger: slog.New(panics), Limits: limits, Users: users})
+	open := resptest.Start(f, tenure.Options{Logger: slog.New(panics), Limits: limits})
+	guarded := resptest.Start(f, tenure.Options{Logger: slog.New(panics), Limits: limits, Users: users})
 
 	for _, row := range resp.Commands() {
 		cmd := strings.ReplaceAll(strings.ToUpper(row.Name), "|", " ")

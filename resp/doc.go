@@ -7,13 +7,13 @@
 // ([kv.Store]) and the lock module ([lockmod.Manager]) and their results into
 // Redis's replies. It is not where keys or leases are kept, and holds no
 // rule of either beyond parsing arguments: a handler parses, calls one
-// method, and spells the result. Open wires the three together; a program
-// embeds a [Server] with Open, Serve and Shutdown.
+// method, and spells the result. It does not open either: package tenure
+// opens them and hands them to New (see [Backends]); a program embeds the
+// store through package tenure, not through a [Server].
 //
 // # Where things are
 //
-//	listener.go    Config, Open, Serve, Shutdown: the listener and its connections
-//	backends.go    the wiring of kv and lockmod that Open does
+//	listener.go    Config, Backends, New, Serve, Shutdown: the listeners and their connections
 //	connloop.go    one connection: read a batch, run it, flush; the watcher of a blocked client
 //	reader.go      RESP requests read with bounded buffers (SPEC §7)
 //	dispatch.go    lookup in the table, arity and role checked once

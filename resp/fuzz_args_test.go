@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
@@ -47,7 +48,7 @@ func FuzzCommandArgs(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv := resptest.Start(f, resp.Config{
+	srv := resptest.Start(f, tenure.Options{
 		Logger: slog.New(panics),
 		Limits: resp.Limits{MaxBulkLen: 1 << 20},
 		Users:  users,

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -128,7 +128,7 @@ func hint(t *testing.T, args []any) string {
 // The commands of Redis's that tenure added have the hints redis-cli
 // shows for them against Redis.
 func TestCommandDocsHints(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	nc := s.Dial()
 	br := bufio.NewReader(nc)
 	for name, want := range map[string]string{
@@ -160,7 +160,7 @@ func TestCommandDocsHints(t *testing.T) {
 }
 
 func TestCommandDocsOfLocks(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	nc := s.Dial()
 	br := bufio.NewReader(nc)
 	want := map[string]string{
@@ -202,7 +202,7 @@ func TestCommandDocsOfLocks(t *testing.T) {
 }
 
 func TestInfoFields(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	c := s.Client()
 	bg := context.Background()
 	var sections []string
@@ -251,7 +251,7 @@ func TestInfoFields(t *testing.T) {
 // memory peak, keyspace hits and misses (reset by CONFIG RESETSTAT), the
 // Keyspace line's avg_ttl, commandstats only when asked for.
 func TestInfoToolFields(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	c := s.Client()
 	bg := context.Background()
 	read := func(section string) map[string]string {

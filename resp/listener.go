@@ -4,15 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tenure-db/tenure/kv"
 	"github.com/tenure-db/tenure/lockmod"
@@ -28,21 +25,29 @@ const (
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("resp: server closed")
 
-// Config is what a Server is opened with. Zero fields take SPEC §9's defaults.
+// Config is what a Server is made with. Zero fields take SPEC §9's defaults.
 type Config struct {
-	Dir        string       // data directory; "./data" when empty
-	Fsync      kv.FsyncMode // --fsync
-	MaxClients int          // --max-clients; 10000 when 0
-	Limits     Limits       // --proto-max-bulk-len and Redis's other caps
+	// Dir and Fsync are what the caller opened the keyspace with, shown by
+	// INFO and CONFIG GET; the server does not open it.
+	Dir        string
+	Fsync      kv.FsyncMode
+	MaxClients int    // --max-clients; 10000 when 0
+	Limits     Limits // --proto-max-bulk-len and Redis's other caps
 	Logger     *slog.Logger
 	Users      *Users         // --users; nil: every connection is admin
 	LogLevel   *slog.LevelVar // CONFIG SET loglevel changes it; may be nil
 	TLS        *tls.Config    // serve RESP over TLS (--tls-cert, --tls-key); nil: plain TCP
+}
 
-	// For tests: an in-memory or crash-simulating file system, and a clock
-	// for the lock module.
-	FS    vfs.FS
-	Clock lockmod.Clock
+// Backends are what a Server acts on, opened and wired by its caller
+// (package tenure): the keyspace, the lock module, and the metrics the lock
+// module reports its grants and ends of leases to (Metrics.Observer). The
+// server closes the lock module when it shuts down (its waiters are
+// answered then); the keyspace is the caller's to close after Shutdown.
+type Backends struct {
+	Store   *kv.Store
+	Locks   *lockmod.Manager
+	Metrics *Metrics
 }
 
 // Server is tenure's RESP server: the listener, the connections, the
@@ -65,8 +70,9 @@ type Server struct {
 	nextID   atomic.Int64
 
 	mu          sync.Mutex
-	ln          net.Listener
-	metricsHTTP []*http.Server // started by ServeMetrics
+	lns         map[net.Listener]struct{} // every listener Serve was given
+	firstAddr   net.Addr                  // the first one's address
+	metricsHTTP []*http.Server            // started by ServeMetrics
 	conns       map[*conn]struct{}
 	wg          sync.WaitGroup // connection goroutines
 
@@ -87,53 +93,44 @@ type serverStats struct {
 	heapPeak         atomic.Uint64 // the largest used_memory INFO has read
 }
 
-// Open opens the store in cfg.Dir, makes a new epoch durable (LOCK-10: before
-// any connection is accepted), and readies the lock module. It does not
-// listen: call Serve.
-func Open(cfg Config) (*Server, error) {
-	if cfg.Dir == "" {
-		cfg.Dir = "./data"
-	}
+// New makes a server on the backends b, which the caller has opened with a
+// new epoch made durable (LOCK-10). It does not listen: call Serve.
+func New(cfg Config, b Backends) *Server {
 	if cfg.MaxClients <= 0 {
 		cfg.MaxClients = 10000
 	}
-	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Limits = cfg.Limits.WithDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = lockmod.SystemClock()
-	}
-	metrics := newMetrics()
-	store, locks, epoch, err := openBackends(cfg, metrics)
-	if err != nil {
-		return nil, err
+	if b.Metrics == nil {
+		b.Metrics = NewMetrics(cfg.Logger)
 	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		table:   commandTable(),
-		store:   store,
-		locks:   locks,
+		store:   b.Store,
+		locks:   b.Locks,
 		users:   cfg.Users,
 		start:   time.Now(),
 		runID:   newRunID(),
 		done:    make(chan struct{}),
+		lns:     map[net.Listener]struct{}{},
 		conns:   map[*conn]struct{}{},
-		metrics: metrics,
+		metrics: b.Metrics.m,
 	}
-	metrics.bind(s)
+	s.metrics.bind(s)
 	s.maxClients.Store(int64(cfg.MaxClients))
-	s.log.Info("store opened", "dir", cfg.Dir, "epoch", epoch, "fsync", cfg.Fsync.String())
-	return s, nil
+	return s
 }
 
 // Epoch is the epoch this open made durable.
 func (s *Server) Epoch() uint64 { return s.locks.Stats().Epoch }
 
 // Serve accepts connections on ln until Shutdown, then returns
-// ErrServerClosed once every connection has finished and the store is
-// closed. It logs "ready to accept connections" when it starts.
+// ErrServerClosed once every connection has finished. Any number of
+// listeners may be served at once. It logs "ready to accept connections" when it starts.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -146,7 +143,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		// goroutine: a slow or plain-text peer holds up nobody else.
 		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
-	s.ln = ln
+	s.lns[ln] = struct{}{}
+	if s.firstAddr == nil {
+		s.firstAddr = ln.Addr()
+	}
 	s.mu.Unlock()
 	s.log.Info("ready to accept connections", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "epoch", s.Epoch())
 	var delay time.Duration
@@ -201,24 +201,23 @@ func (s *Server) accept(nc net.Conn) {
 	}()
 }
 
+// Addr is the address of the first listener Serve was given (INFO's
+// tcp_port, CONFIG GET port), nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firstAddr
+}
+
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
 }
 
-// Addr is the address the server listens on, nil before Serve.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Addr()
-}
-
 // Shutdown stops accepting, lets running commands finish (blocked LOCK.HOLDs
-// are answered with an error), closes every connection and then the store.
+// are answered with an error: the lock module is closed), and closes every
+// connection. The keyspace stays open for the caller to close.
 // When ctx ends first, connections still running are cut. It is safe to
 // call more than once; every call waits for the end.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -241,8 +240,8 @@ const cutGrace = 5 * time.Second
 func (s *Server) close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing.Store(true)
-	if s.ln != nil {
-		s.ln.Close()
+	for ln := range s.lns {
+		ln.Close()
 	}
 	metricsHTTP := s.metricsHTTP
 	s.mu.Unlock()
@@ -272,10 +271,6 @@ func (s *Server) close(ctx context.Context) error {
 			s.log.Error("shutdown: connections still running after they were cut; closing the store anyway", "waited", cutGrace)
 		}
 	}
-	if err := s.store.Close(); err != nil {
-		return fmt.Errorf("close store: %w", err)
-	}
-	s.log.Info("store closed; bye")
 	return nil
 }
 

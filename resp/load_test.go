@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/internal/testenv"
-	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -53,7 +53,7 @@ func TestLoad(t *testing.T) {
 	}
 	conns = raiseFileLimit(t, conns)
 
-	srv := resptest.Start(t, resp.Config{MaxClients: conns + 100})
+	srv := resptest.Start(t, tenure.Options{MaxClients: conns + 100})
 	mon := startPinger(t, srv.Addr)
 	defer mon.stop()
 	ctl := &fzConn{addr: srv.Addr}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
@@ -60,7 +61,7 @@ func lockList(t *testing.T, c *redis.Client, args ...any) (string, []listEntry) 
 }
 
 func TestLockList(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	c := s.Client()
 	bg := context.Background()
 
@@ -142,7 +143,7 @@ func TestLockList(t *testing.T) {
 }
 
 func TestLockListBadInput(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	c := s.Client()
 	bg := context.Background()
 	for _, tc := range []struct {
@@ -182,7 +183,7 @@ func TestLockListReadRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := resptest.Start(t, resp.Config{Users: users})
+	s := resptest.Start(t, tenure.Options{Users: users})
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "reader", Password: "r-pass"})
 	t.Cleanup(func() { c.Close() })
 	if cursor, _ := lockList(t, c, "l"); cursor != "0" {
@@ -197,7 +198,7 @@ func TestLockListReadRole(t *testing.T) {
 // A key held for the whole walk is listed at least once, while other
 // clients hold and release keys of the same lock between the steps.
 func TestLockListDuringChurn(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	c := s.Client()
 	bg := context.Background()
 	steady := map[string]bool{}

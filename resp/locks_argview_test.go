@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
 func TestHoldKeepsNoViewOfTheReadBuffer(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 
 	// Granted at once. The connection's next read goes to the start of its

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -27,7 +27,7 @@ import (
 // cycle of two commands; cycles/s is the figure.
 func BenchmarkLockHoldReleaseCycle(b *testing.B) {
 	const clients = 50
-	s := resptest.Start(b, resp.Config{})
+	s := resptest.Start(b, tenure.Options{})
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: clients, MinIdleConns: clients})
 	b.Cleanup(func() { rdb.Close() })
 	var next atomic.Int64
@@ -61,7 +61,7 @@ func BenchmarkLockHoldReleaseCycle(b *testing.B) {
 // grant in the same step, and both round trips. One op is one handoff.
 func BenchmarkLockHandoff(b *testing.B) {
 	const clients = 8
-	s := resptest.Start(b, resp.Config{})
+	s := resptest.Start(b, tenure.Options{})
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: clients, MinIdleConns: clients})
 	b.Cleanup(func() { rdb.Close() })
 

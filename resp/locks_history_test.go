@@ -16,8 +16,8 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/internal/linmodel"
-	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -36,7 +36,7 @@ func TestLockHistoryLinearizable(t *testing.T) {
 		opsEach = 500
 	)
 	keys := []string{"k0", "k1", "k2"}
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: clients, MinIdleConns: clients})
 	t.Cleanup(func() { rdb.Close() })
 

@@ -25,8 +25,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/lockmod"
-	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -362,7 +362,7 @@ func lkExpect(t testing.TB, what, got, want string) {
 // the lease already given; the store counts one grant.
 func TestLOCK03RetryOnAnotherConnection(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	a, b := lkDial(t, s), lkDial(t, s)
 
@@ -426,7 +426,7 @@ func TestLOCK03RetryOnAnotherConnection(t *testing.T) {
 // never granted; its place lingers and is passed over.
 func TestHoldClosedWaiterIsNeverGranted(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	holder := lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 
@@ -487,7 +487,7 @@ func TestHoldClosedWaiterIsNeverGranted(t *testing.T) {
 // for a client that was long gone.)
 func TestHoldPipelinedBehindClosedClientIsNeverGranted(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	h1 := lkHold(t, rdb, "L", "k1", "h1", "TTL", 60000)
 	h2 := lkHold(t, rdb, "L", "k2", "h2", "TTL", 60000)
@@ -516,7 +516,7 @@ func TestHoldPipelinedBehindClosedClientIsNeverGranted(t *testing.T) {
 // never granted.
 func TestHoldKilledWaiterIsNeverGranted(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	holder := lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 	w := lkDial(t, s)
@@ -538,7 +538,7 @@ func TestHoldKilledWaiterIsNeverGranted(t *testing.T) {
 // reading and notice that it went away.
 func TestHoldPipelinedOverReadAheadLimitIsClosed(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	holder := lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 	c := lkDial(t, s)
@@ -567,7 +567,7 @@ func TestHoldPipelinedOverReadAheadLimitIsClosed(t *testing.T) {
 // to grow it.
 func TestHoldPipelinedBehindBlockedHold(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	holder := lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 	big := strings.Repeat("0123456789abcdef", 100<<10/16) // 100 KB
@@ -591,7 +591,7 @@ func TestHoldPipelinedBehindBlockedHold(t *testing.T) {
 // A HOLD waiting when the server shuts down is answered, not dropped.
 func TestHoldBlockedAtShutdown(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 	w := lkDial(t, s)
@@ -606,7 +606,7 @@ func TestHoldBlockedAtShutdown(t *testing.T) {
 // the linger second resumes its place, ahead of a later waiter.
 func TestLOCK08LingerResumesPlace(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	holder := lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 
@@ -642,7 +642,7 @@ func TestLOCK08LingerResumesPlace(t *testing.T) {
 // reqid then joins at the tail, behind the waiter that was after it.
 func TestLOCK08LingerEndsAfterOneSecond(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	holder := lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 
@@ -678,7 +678,7 @@ func TestLOCK08LingerEndsAfterOneSecond(t *testing.T) {
 // the same reqid when one runs out — keeps the place in line.
 func TestLOCK08ChunkedWaitKeepsPlace(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	holder := lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 
@@ -701,7 +701,7 @@ func TestLOCK08ChunkedWaitKeepsPlace(t *testing.T) {
 // place and is granted.
 func TestLOCK03SupersededByRetry(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	holder := lkHold(t, rdb, "L", "k", "holder", "TTL", 60000)
 
@@ -725,7 +725,7 @@ func TestLOCK03SupersededByRetry(t *testing.T) {
 // often it is renewed, and the key goes to the next in line.
 func TestLOCK07MaxHoldRevokes(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	start := time.Now()
 	g := lkHold(t, rdb, "L", "k", "r", "TTL", 1000, "MAXHOLD", 1000)
@@ -777,7 +777,7 @@ func TestLOCK07MaxHoldRevokes(t *testing.T) {
 // connection renews and releases it.
 func TestLOCK11LeaseOutlivesConnection(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	conns := lkStat(t, rdb, "clients", "connected_clients")
 	a := lkDial(t, s)
@@ -838,7 +838,7 @@ func lkServerTime(t testing.TB, c *lkConn, lock, key string) (time.Time, map[str
 // median of the five must meet it.
 func TestLOCK06ExpiryHandsToNextWaiter(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	const keys = 5
 	type waiting struct {
 		key      string
@@ -896,7 +896,7 @@ func TestLOCK06ExpiryHandsToNextWaiter(t *testing.T) {
 // remembers.
 func TestLOCK12SetFence(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	g1 := lkHold(t, rdb, "L", "k", "r1")
 	f1 := strconv.FormatInt(g1.Fence, 10)
@@ -926,7 +926,7 @@ func TestLOCK12SetFence(t *testing.T) {
 // the argument checks.
 func TestLockHoldReplies(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	c := lkDial(t, s)
 
 	// Granted: [32 hex chars, fence, ttl left]; the first fence of a new
@@ -1017,7 +1017,7 @@ func TestLockHoldReplies(t *testing.T) {
 // SPEC §3, LOCK.RENEW.
 func TestLockRenewReplies(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	c := lkDial(t, s)
 	g := lkGranted(t, c.do("LOCK.HOLD", "L", "k", "r", "TTL", "5000"))
 	// The new deadline is now + TTL; default the granted ttl. The reply is
@@ -1072,7 +1072,7 @@ func lkExpectNear(t testing.TB, what string, v any, want int64) {
 // release; the next in line is granted in the same step.
 func TestLockReleaseReplies(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	g := lkHold(t, rdb, "L", "k", "r", "TTL", 60000)
 	w := lkDial(t, s)
@@ -1098,7 +1098,7 @@ func TestLockReleaseReplies(t *testing.T) {
 // lkFakeServer starts a server whose lock module runs on a fake clock.
 func lkFakeServer(t *testing.T) (*resptest.Server, *lockmod.FakeClock) {
 	clock := lockmod.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	return resptest.Start(t, resp.Config{Clock: clock}), clock
+	return resptest.Start(t, tenure.Options{Clock: clock}), clock
 }
 
 // SPEC §4: every -LOST reason over the wire, from RENEW, RELEASE and a
@@ -1198,7 +1198,7 @@ func TestLockInfoFields(t *testing.T) {
 // admin"), :0 when none was live; the next in line is granted.
 func TestLockRevoke(t *testing.T) {
 	t.Parallel()
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	rdb := s.Client()
 	lkExpect(t, "free key", lkDo(t, rdb, "LOCK.REVOKE", "L", "k"), ":0")
 	g := lkHold(t, rdb, "L", "k", "r", "TTL", 60000)
@@ -1277,7 +1277,7 @@ func TestLOCK02EpochSurvivesCrash(t *testing.T) {
 	var lastID string
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 6 {
-		s := resptest.Start(t, resp.Config{FS: fs, Dir: "/data"})
+		s := resptest.StartIn(t, "/data", tenure.Options{FS: fs})
 		rdb := s.Client()
 		if lastID != "" {
 			lkExpect(t, "lease from before the crash", lkDo(t, rdb, "LOCK.RENEW", lastID), "-LOST unknown lease")

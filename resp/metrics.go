@@ -36,6 +36,8 @@ var (
 
 type metrics struct {
 	reg      *prometheus.Registry
+	own      []prometheus.Collector // every collector but Go's and the process's
+	log      *slog.Logger
 	commands *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	unknown  *commandMetrics // requests naming no command
@@ -67,9 +69,10 @@ type codeCounter struct {
 	c    prometheus.Counter
 }
 
-func newMetrics() *metrics {
+func newMetrics(log *slog.Logger) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
+		log: log,
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tenure_commands_total",
 			Help: "Commands run, by command (the command table's name, e.g. lock.hold or config|get) and result: ok, or the error's code word in lower case (err, lost, fenced, noperm, …).",
@@ -107,8 +110,9 @@ func newMetrics() *metrics {
 		m.lostBy[r] = lost.WithLabelValues(r)
 	}
 	m.unknown = m.row("unknown")
-	m.reg.MustRegister(m.commands, m.duration, m.holdTime, m.waitTime, m.accepted, m.refused, lost,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.own = []prometheus.Collector{m.commands, m.duration, m.holdTime, m.waitTime, m.accepted, m.refused, lost}
+	m.reg.MustRegister(m.own...)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -131,7 +135,9 @@ func (m *metrics) bind(s *Server) {
 			sc.metrics = m.row(sc.Name)
 		}
 	}
-	m.reg.MustRegister(&serverCollector{s: s})
+	sc := &serverCollector{s: s}
+	m.own = append(m.own, sc)
+	m.reg.MustRegister(sc)
 }
 
 // done counts one command: cmd is the row that answered (nil: no such
@@ -215,6 +221,30 @@ func (o leaseObserver) LeaseEnded(e lockmod.EndEvent) {
 		o.log.Info("lease revoked", "lock", e.Lock, "key", e.Key, "fence", e.Fence,
 			"reason", e.Reason, "held_ms", e.Held.Milliseconds())
 	}
+}
+
+// Metrics are a server's Prometheus series. They are made before the
+// server so that the lock module can be given their Observer when it is
+// made; New binds them to the server's command table.
+type Metrics struct{ m *metrics }
+
+// NewMetrics makes the series; log gets one line per revoked lease.
+func NewMetrics(log *slog.Logger) *Metrics { return &Metrics{m: newMetrics(log)} }
+
+// Observer is what the lock module reports grants and ends of leases to:
+// it times holds and waits, and logs revocations.
+func (m *Metrics) Observer() lockmod.Observer { return leaseObserver{m: m.m, log: m.m.log} }
+
+// Register adds the series to r as well (Go's and the process's own
+// collectors excepted: a program registers those itself), so that a
+// program embedding the store serves them with its own.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	for _, c := range m.m.own {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serverCollector reads gauges and counters that already exist elsewhere

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -8,7 +9,7 @@ import (
 // BenchmarkMetricsDone is what counting adds to every command: a latency
 // observation and a counter, resolved once per row.
 func BenchmarkMetricsDone(b *testing.B) {
-	m := newMetrics()
+	m := newMetrics(slog.Default())
 	cmd := &command{Name: "get"}
 	cmd.metrics = m.row(cmd.Name)
 	ok, lost := []byte("$1\r\nv\r\n"), []byte("-LOST expired\r\n")

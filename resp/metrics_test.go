@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/lockmod"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
@@ -35,14 +36,14 @@ func serveMetrics(t *testing.T, s *resptest.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := s.Server
+	db := s.DB
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeMetrics(ln) }()
+	go func() { done <- db.ServeMetrics(ln) }()
 	t.Cleanup(func() {
 		s.Stop()
 		select {
 		case err := <-done:
-			if !errors.Is(err, resp.ErrServerClosed) {
+			if !errors.Is(err, tenure.ErrClosed) {
 				t.Errorf("ServeMetrics: %v", err)
 			}
 		case <-time.After(10 * time.Second):
@@ -103,7 +104,7 @@ func (b *syncBuffer) String() string {
 func TestMetrics(t *testing.T) {
 	clock := lockmod.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	var logs syncBuffer
-	s := resptest.Start(t, resp.Config{Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s := resptest.Start(t, tenure.Options{Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	url := serveMetrics(t, s)
 	c := s.Client()
 	bg := context.Background()
@@ -230,7 +231,7 @@ func TestMetricsConnectionsByRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := resptest.Start(t, resp.Config{Users: users})
+	s := resptest.Start(t, tenure.Options{Users: users})
 	url := serveMetrics(t, s)
 	anon := s.Dial()
 	io.WriteString(anon, "PING\r\n")
@@ -250,14 +251,14 @@ func TestMetricsConnectionsByRole(t *testing.T) {
 
 // A server shut down before ServeMetrics runs refuses to serve.
 func TestServeMetricsAfterShutdown(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
-	srv := s.Server
+	s := resptest.Start(t, tenure.Options{})
+	db := s.DB
 	s.Stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.ServeMetrics(ln); !errors.Is(err, resp.ErrServerClosed) {
+	if err := db.ServeMetrics(ln); !errors.Is(err, tenure.ErrClosed) {
 		t.Fatalf("ServeMetrics after Shutdown: %v", err)
 	}
 	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
@@ -60,7 +61,7 @@ func (r *rawConn) expectClosed() {
 // The bad inputs of Redis's tests/unit/protocol.tcl: each gets Redis's
 // error text and a closed connection, and the server goes on serving.
 func TestProtocolErrors(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	other := dialRaw(t, s) // a bystander that must be unaffected
 	cases := []struct {
 		name, send, want string
@@ -96,7 +97,7 @@ func TestProtocolErrors(t *testing.T) {
 }
 
 func TestProtocolQuietInputs(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	r := dialRaw(t, s)
 	// An empty query, a negative multibulk length and *0 are skipped.
 	r.send("\r\n*-10\r\n*0\r\nPING\r\n")
@@ -127,7 +128,7 @@ func TestProtocolQuietInputs(t *testing.T) {
 
 // An MSET of 20,002 arguments, in one write, must succeed.
 func TestProtocolLargeMultibulk(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	r := dialRaw(t, s)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "*20001\r\n$4\r\nMSET\r\n")
@@ -148,7 +149,7 @@ func TestProtocolLargeMultibulk(t *testing.T) {
 // A 1 GB bulk header (allowed by a raised --proto-max-bulk-len) does not
 // make the server allocate 1 GB: memory follows the bytes that arrive.
 func TestProtocolHugeBulkHeaderDoesNotAllocate(t *testing.T) {
-	s := resptest.Start(t, resp.Config{Limits: resp.Limits{MaxBulkLen: 2 << 30}})
+	s := resptest.Start(t, tenure.Options{Limits: resp.Limits{MaxBulkLen: 2 << 30}})
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -177,7 +178,7 @@ func TestProtocolHugeBulkHeaderDoesNotAllocate(t *testing.T) {
 // A client that sends nothing for long, or keeps a request half sent, does
 // not block others (SPEC §7: a slow or stalled client never blocks others).
 func TestProtocolStalledClient(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	stalled := dialRaw(t, s)
 	stalled.send("*3\r\n$3\r\nSET\r\n$1\r\nx") // and nothing more
 	rdb := s.Client()

@@ -32,7 +32,8 @@ const (
 	maxPrealloc = 1 << 20
 )
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults is l with SPEC §7's limit in each field left zero.
+func (l Limits) WithDefaults() Limits {
 	if l.MaxBulkLen <= 0 {
 		l.MaxBulkLen = defaultMaxBulkLen
 	}
@@ -75,7 +76,7 @@ type reader struct {
 }
 
 func newReader(src io.Reader, l Limits) *reader {
-	return &reader{src: src, buf: make([]byte, minRead), limits: l.withDefaults()}
+	return &reader{src: src, buf: make([]byte, minRead), limits: l.WithDefaults()}
 }
 
 // buffered reports how many unread bytes the reader holds.

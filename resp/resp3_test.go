@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 )
 
 // RESP3 transcripts of raw bytes (SPEC §6): what HELLO 3 switches, spelled
@@ -143,7 +143,7 @@ func TestRESP3Tenure(t *testing.T) {
 // With users (SPEC §5), HELLO 3 AUTH admits a connection as HELLO 2 AUTH
 // does, and the pre-AUTH rules hold until then whatever the protocol.
 func TestRESP3Auth(t *testing.T) {
-	s := startWithUsers(t, resp.Config{})
+	s := startWithUsers(t, tenure.Options{})
 	r := dialRaw(t, s)
 	noauth := "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
 	rawTranscript(t, r, []rawStep{

@@ -24,6 +24,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
@@ -44,7 +45,7 @@ user default read sha256:%s
 `, sha("reader-pass"), sha("writer-pass"), sha("admin-pass"), sha("default-pass"))
 }
 
-func startWithUsers(t *testing.T, cfg resp.Config) *resptest.Server {
+func startWithUsers(t *testing.T, cfg tenure.Options) *resptest.Server {
 	t.Helper()
 	users, err := resp.ParseUsers(strings.NewReader(usersFile()))
 	if err != nil {
@@ -111,7 +112,7 @@ func firstLine(t *testing.T, addr string, reqs ...[]string) string {
 // The role matrix (SPEC §5): every row of the command table × every role,
 // generated from the table, so no command can be added without a role.
 func TestRoleMatrix(t *testing.T) {
-	s := startWithUsers(t, resp.Config{})
+	s := startWithUsers(t, tenure.Options{})
 	// SPEC §5 names some commands' roles outright; the table must agree.
 	spec := map[string]resp.Role{
 		"get": resp.RoleRead, "mget": resp.RoleRead, "exists": resp.RoleRead, "ttl": resp.RoleRead,
@@ -190,7 +191,7 @@ func TestRoleMatrix(t *testing.T) {
 
 // LOCK-09: a connection that only reads may never hold.
 func TestLOCK09_ReadOnlyConnectionMayNotHold(t *testing.T) {
-	s := startWithUsers(t, resp.Config{})
+	s := startWithUsers(t, tenure.Options{})
 	ctx := context.Background()
 	reader := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "reader", Password: "reader-pass"})
 	writer := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "writer", Password: "writer-pass"})
@@ -240,7 +241,7 @@ func TestLOCK09_ReadOnlyConnectionMayNotHold(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	s := startWithUsers(t, resp.Config{})
+	s := startWithUsers(t, tenure.Options{})
 	for _, tc := range []struct {
 		reqs [][]string
 		want string
@@ -290,7 +291,7 @@ func TestAuth(t *testing.T) {
 
 // Without a users file AUTH answers as Redis's nopass default user does.
 func TestAuthWithoutUsers(t *testing.T) {
-	s := resptest.Start(t, resp.Config{})
+	s := resptest.Start(t, tenure.Options{})
 	if got := firstLine(t, s.Addr, []string{"AUTH", "pw"}); got != "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?" {
 		t.Errorf("got %q", got)
 	}
@@ -306,7 +307,7 @@ func TestAuthWithoutUsers(t *testing.T) {
 // unauthenticated peer cannot make the server allocate: 100 peers each
 // announcing a 500 MB bulk are cut off at the header.
 func TestPreAuthLimits(t *testing.T) {
-	s := startWithUsers(t, resp.Config{})
+	s := startWithUsers(t, tenure.Options{})
 	for _, tc := range []struct{ send, want string }{
 		{"*11\r\n", "-ERR Protocol error: unauthenticated multibulk length"},
 		{"*2\r\n$4\r\nAUTH\r\n$16385\r\n", "-ERR Protocol error: unauthenticated bulk length"},
@@ -337,7 +338,7 @@ func TestPreAuthLimits(t *testing.T) {
 
 // 1,000 wrong passwords leave the server responsive to others.
 func TestWrongPasswordsLeaveServerResponsive(t *testing.T) {
-	s := startWithUsers(t, resp.Config{})
+	s := startWithUsers(t, tenure.Options{})
 	r := dialRaw(t, s)
 	var b strings.Builder
 	for range 1000 {
@@ -364,7 +365,7 @@ func TestWrongPasswordsLeaveServerResponsive(t *testing.T) {
 // CLIENT LIST shows each connection's user and role; CLIENT KILL closes a
 // holder's connection and its lease stays to its deadline (LOCK-11).
 func TestClientListKillAndLOCK11(t *testing.T) {
-	s := startWithUsers(t, resp.Config{})
+	s := startWithUsers(t, tenure.Options{})
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "admin", Password: "admin-pass"})
 	holder := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "writer", Password: "writer-pass", PoolSize: 1, MaxRetries: -1})
@@ -448,7 +449,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := resptest.Start(t, resp.Config{TLS: cfg})
+	s := resptest.Start(t, tenure.Options{TLS: cfg})
 	roots := x509.NewCertPool()
 	roots.AddCert(cert)
 	ctx := context.Background()
@@ -487,7 +488,7 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := resptest.Start(t, resp.Config{TLS: cfg})
+	s := resptest.Start(t, tenure.Options{TLS: cfg})
 	roots := x509.NewCertPool()
 	roots.AddCert(serverCert)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

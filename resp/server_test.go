@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -365,7 +365,7 @@ func TestServerCommandTable(t *testing.T) {
 // ones that can change while it runs.
 func TestServerConfig(t *testing.T) {
 	level := new(slog.LevelVar)
-	s := resptest.Start(t, resp.Config{LogLevel: level})
+	s := resptest.Start(t, tenure.Options{LogLevel: level})
 	host, port, _ := net.SplitHostPort(s.Addr)
 	transcript(t, resp2Client(t, s), []step{
 		{"CONFIG GET save", []any{"save", ""}},
@@ -374,7 +374,7 @@ func TestServerConfig(t *testing.T) {
 		{"CONFIG GET appendfsync", []any{"appendfsync", "everysec"}},
 		{"CONFIG GET port", []any{"port", port}},
 		{"CONFIG GET bind", []any{"bind", host}},
-		{"CONFIG GET dir", []any{"dir", s.Cfg.Dir}},
+		{"CONFIG GET dir", []any{"dir", s.Dir}},
 		{"CONFIG GET databases", []any{"databases", "1"}},
 		{"CONFIG GET proto-max-bulk-len", []any{"proto-max-bulk-len", "536870912"}},
 		{"CONFIG GET *", arrayOf(22, anyString())},

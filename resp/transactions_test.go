@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 )
 
 const execAbort = "EXECABORT Transaction discarded because of previous errors."
@@ -178,7 +178,7 @@ func TestWatchExpiry(t *testing.T) {
 // not allow is refused when queued, and the transaction is discarded
 // (SPEC §5, §6).
 func TestTransactionRolesAtQueueTime(t *testing.T) {
-	s := startWithUsers(t, resp.Config{})
+	s := startWithUsers(t, tenure.Options{})
 	c := s.Client().Conn()
 	defer c.Close()
 	transcript(t, c, []step{

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -352,7 +352,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // start is resptest.Start with the default config.
 func start(t *testing.T) *resptest.Server {
 	t.Helper()
-	return resptest.Start(t, resp.Config{})
+	return resptest.Start(t, tenure.Options{})
 }
 
 var bg = context.Background()

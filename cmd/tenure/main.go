@@ -1,7 +1,8 @@
 // Command tenure runs the tenure server: a Redis-protocol key-value store
-// with a lock module of leases and fencing tokens. It parses flags, wires
-// the store, the lock module and the listener together, and turns SIGINT
-// and SIGTERM into a clean shutdown. It holds no logic of its own.
+// with a lock module of leases and fencing tokens. It is package tenure
+// plus flags, signals and logging: it parses flags, opens the store with
+// tenure.Open, serves it, and turns SIGINT and SIGTERM into a clean
+// shutdown. It holds no logic of its own.
 package main
 
 import (
@@ -16,8 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/kv"
 	"github.com/tenure-db/tenure/resp"
 )
@@ -25,9 +26,6 @@ import (
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
-
-// shutdownGrace is how long running commands get to finish on SIGTERM.
-const shutdownGrace = 30 * time.Second
 
 func run(args []string, stderr io.Writer) int {
 	f, code, ok := parseFlags(args, stderr)
@@ -38,11 +36,11 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tenure: %v\n", err)
 		return 1
 	}
-	cfg, err := f.config(stderr)
+	opts, err := f.options(stderr)
 	if err != nil {
 		return fail(err)
 	}
-	if err := serve(cfg, f.addr, f.metrics); err != nil {
+	if err := serve(f.dir, opts, f.addr, f.metrics); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -93,50 +91,49 @@ func parseFlags(args []string, stderr io.Writer) (f flags, code int, ok bool) {
 	return f, 0, true
 }
 
-// config checks the flags against each other and reads the files they
+// options checks the flags against each other and reads the files they
 // name, in the order a user meets the errors; the logger writes to stderr.
-func (f flags) config(stderr io.Writer) (resp.Config, error) {
+func (f flags) options(stderr io.Writer) (tenure.Options, error) {
 	mode, err := kv.ParseFsyncMode(f.fsync)
 	if err != nil {
-		return resp.Config{}, err
+		return tenure.Options{}, err
 	}
 	level := new(slog.LevelVar)
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return resp.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+		return tenure.Options{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	if f.logFormat != "text" && f.logFormat != "json" {
-		return resp.Config{}, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+		return tenure.Options{}, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
 	}
 	if f.maxConns < 1 {
-		return resp.Config{}, fmt.Errorf("--max-clients must be at least 1")
+		return tenure.Options{}, fmt.Errorf("--max-clients must be at least 1")
 	}
 	if f.maxBulk < 1 {
-		return resp.Config{}, fmt.Errorf("--proto-max-bulk-len must be at least 1")
+		return tenure.Options{}, fmt.Errorf("--proto-max-bulk-len must be at least 1")
 	}
 	var users *resp.Users
 	if f.usersFile != "" {
 		if users, err = resp.LoadUsers(f.usersFile); err != nil {
-			return resp.Config{}, err
+			return tenure.Options{}, err
 		}
 	}
 	tlsConfig, err := f.tls()
 	if err != nil {
-		return resp.Config{}, err
+		return tenure.Options{}, err
 	}
 	if users == nil && !f.insecure && !isLoopback(f.addr) {
-		return resp.Config{}, fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", f.addr)
+		return tenure.Options{}, fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", f.addr)
 	}
 	// The metrics listener follows the same rule: without users, only
 	// loopback unless --insecure.
 	if f.metrics != "" && users == nil && !f.insecure && !isLoopback(f.metrics) {
-		return resp.Config{}, fmt.Errorf("refusing to serve metrics on %s without a users file (--users); pass --insecure to do it anyway", f.metrics)
+		return tenure.Options{}, fmt.Errorf("refusing to serve metrics on %s without a users file (--users); pass --insecure to do it anyway", f.metrics)
 	}
 	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
 	if f.logFormat == "json" {
 		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	}
-	return resp.Config{
-		Dir:        f.dir,
+	return tenure.Options{
 		Fsync:      mode,
 		MaxClients: f.maxConns,
 		Limits:     resp.Limits{MaxBulkLen: f.maxBulk},
@@ -161,28 +158,28 @@ func (f flags) tls() (*tls.Config, error) {
 }
 
 // serve opens the store, listens on addr (and metricsAddr, if set), and
-// serves until SIGINT or SIGTERM, or SHUTDOWN, has shut the server down.
-func serve(cfg resp.Config, addr, metricsAddr string) error {
-	log := cfg.Logger
-	srv, err := resp.Open(cfg)
+// serves until SIGINT or SIGTERM, or SHUTDOWN, has closed it.
+func serve(dir string, opts tenure.Options, addr, metricsAddr string) error {
+	log := opts.Logger
+	db, err := tenure.Open(dir, opts)
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		srv.Shutdown(context.Background())
+		db.Close()
 		return err
 	}
 	if metricsAddr != "" {
 		mln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
 			ln.Close()
-			srv.Shutdown(context.Background())
+			db.Close()
 			return fmt.Errorf("--metrics-addr: %w", err)
 		}
-		// The server owns it: Shutdown stops it.
+		// The store owns it: Close stops it.
 		go func() {
-			if err := srv.ServeMetrics(mln); !errors.Is(err, resp.ErrServerClosed) {
+			if err := db.ServeMetrics(mln); !errors.Is(err, tenure.ErrClosed) {
 				log.Error("metrics server stopped", "err", err)
 			}
 		}()
@@ -194,15 +191,15 @@ func serve(cfg resp.Config, addr, metricsAddr string) error {
 		select {
 		case <-ctx.Done():
 			log.Info("signal received; shutting down")
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-			defer cancel()
-			srv.Shutdown(sctx)
-		case <-srv.Done():
+			db.Close()
+		case <-db.Done():
 		}
 	}()
-	if err := srv.Serve(ln); !errors.Is(err, resp.ErrServerClosed) {
+	if err := db.Serve(ln); !errors.Is(err, tenure.ErrClosed) {
+		db.Close()
 		return err
 	}
+	<-db.Done()
 	return nil
 }
 

@@ -1,7 +1,7 @@
 // Package resptest starts real tenure servers inside a test process, on
 // 127.0.0.1:0 with a real Pebble directory, as net/http/httptest does for
 // HTTP handlers. Tests talk to them with go-redis or raw TCP. It is for
-// tests, not for embedding a server in a program: that is resp.Open.
+// tests, not for embedding a server in a program: that is package tenure.
 package resptest
 
 import (
@@ -15,29 +15,33 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 )
 
-// Server is a tenure server running in this process.
+// Server is a tenure store open in this process and served on a socket.
 type Server struct {
-	*resp.Server
-	Addr string      // host:port it listens on
-	Cfg  resp.Config // what it was opened with; Restart reuses it
+	*tenure.DB
+	Addr string         // host:port it listens on
+	Dir  string         // its data directory
+	Opts tenure.Options // what it was opened with; Restart reuses them
 	t    testing.TB
 	done chan error
 }
 
-// Start opens a server on a fresh temp dir (unless cfg.Dir or cfg.FS says
-// otherwise) and serves on 127.0.0.1:0. It is shut down by t.Cleanup.
-func Start(t testing.TB, cfg resp.Config) *Server {
+// Start opens a store on a fresh temp dir and serves it on 127.0.0.1:0.
+// It is shut down by t.Cleanup.
+func Start(t testing.TB, o tenure.Options) *Server {
 	t.Helper()
-	if cfg.Dir == "" {
-		cfg.Dir = t.TempDir()
+	return StartIn(t, t.TempDir(), o)
+}
+
+// StartIn is Start on dir (a path in o.FS, when that is set).
+func StartIn(t testing.TB, dir string, o tenure.Options) *Server {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	s := &Server{Cfg: cfg, t: t}
+	s := &Server{Dir: dir, Opts: o, t: t}
 	s.start("127.0.0.1:0")
 	t.Cleanup(func() { s.Stop() })
 	return s
@@ -45,22 +49,22 @@ func Start(t testing.TB, cfg resp.Config) *Server {
 
 func (s *Server) start(addr string) {
 	s.t.Helper()
-	srv, err := resp.Open(s.Cfg)
+	db, err := tenure.Open(s.Dir, s.Opts)
 	if err != nil {
-		s.t.Fatalf("open server: %v", err)
+		s.t.Fatalf("open store: %v", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		srv.Shutdown(context.Background())
+		db.Close()
 		s.t.Fatalf("listen: %v", err)
 	}
-	s.Server, s.Addr, s.done = srv, ln.Addr().String(), make(chan error, 1)
-	go func() { s.done <- srv.Serve(ln) }()
+	s.DB, s.Addr, s.done = db, ln.Addr().String(), make(chan error, 1)
+	go func() { s.done <- db.Serve(ln) }()
 }
 
 // Stop shuts the server down cleanly and waits for Serve to return.
 func (s *Server) Stop() {
-	if s.Server == nil {
+	if s.DB == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -68,10 +72,10 @@ func (s *Server) Stop() {
 	if err := s.Shutdown(ctx); err != nil {
 		s.t.Errorf("shutdown: %v", err)
 	}
-	if err := <-s.done; !errors.Is(err, resp.ErrServerClosed) {
+	if err := <-s.done; !errors.Is(err, tenure.ErrClosed) {
 		s.t.Errorf("serve: %v", err)
 	}
-	s.Server = nil
+	s.DB = nil
 }
 
 // Restart stops the server and opens it again on the same directory and

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenure-db/tenure/resp"
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp/resptest"
 	"github.com/tenure-db/tenure/sdk/locks"
 )
@@ -71,7 +71,7 @@ func noLeaks(t *testing.T) {
 
 func startServer(t *testing.T) *resptest.Server {
 	t.Helper()
-	return resptest.Start(t, resp.Config{})
+	return resptest.Start(t, tenure.Options{})
 }
 
 // newClient is a go-redis client for addr, with the default options unless

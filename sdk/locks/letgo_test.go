@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 	"github.com/tenure-db/tenure/sdk/locks"
@@ -415,7 +416,7 @@ func TestReadOnlyUserCannotHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := resptest.Start(t, resp.Config{Users: users})
+	s := resptest.Start(t, tenure.Options{Users: users})
 	reader := newClient(t, s.Addr, func(o *redis.Options) { o.Username, o.Password = "reader", "r" })
 	worker := newClient(t, s.Addr, func(o *redis.Options) { o.Username, o.Password = "worker", "w" })
 
