@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,10 @@ type conn struct {
 	// server's, or during EXEC the transaction's view of it.
 	store *kv.Store
 	tx    txState // MULTI, WATCH and EXEC (transactions.go)
+
+	// ctx is a request's run in process (Server.Do), nil on a socket: a
+	// blocking command waits until it ends instead of watching nc.
+	ctx context.Context
 
 	lastActive atomic.Int64 // unix nanoseconds
 	lastCmd    atomic.Pointer[command]
@@ -123,7 +128,7 @@ func (c *conn) run(args [][]byte) (ok bool) {
 	mark := c.out.Len()
 	defer func() {
 		if p := recover(); p != nil {
-			c.out.b = c.out.b[:mark]
+			c.out.truncate(mark)
 			c.out.Err("internal error; closing the connection")
 			c.srv.log.Error("panic serving a command", "client", c.addr,
 				"command", cut128(args[0]), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

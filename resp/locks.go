@@ -143,6 +143,9 @@ func (c *conn) awaitAnswer(t lockmod.Ticket) bool {
 		return true
 	default:
 	}
+	if c.ctx != nil {
+		return c.awaitInProcess(t)
+	}
 	w := c.watchGone()
 	select {
 	case <-t.Done():
@@ -155,6 +158,23 @@ func (c *conn) awaitAnswer(t lockmod.Ticket) bool {
 		c.closing = true
 	}
 	w.stop(c)
+	select {
+	case <-t.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitInProcess is awaitAnswer for a request run in process: its context
+// ending is its client going away.
+func (c *conn) awaitInProcess(t lockmod.Ticket) bool {
+	select {
+	case <-t.Done():
+		return true
+	case <-c.ctx.Done():
+		t.Abandon()
+	}
 	select {
 	case <-t.Done():
 		return true

@@ -20,12 +20,19 @@ import (
 type reply struct {
 	b     []byte
 	resp3 bool // set by HELLO 3, cleared by HELLO 2 and RESET
+	// v, when not nil, takes the replies as Go values instead of bytes,
+	// in RESP2's shapes (a command run in process, see local.go). The
+	// RESP paths pay one nil check per reply for it.
+	v *values
 }
 
 // Error sends "-CODE msg". Every error reply starts with an uppercase code
 // word (ERR, WRONGTYPE, NOPERM, NOAUTH, LOST, FENCED, …); redcon would send
 // the text as given, so the code is a separate argument here.
 func (r *reply) Error(code, msg string) {
+	if r.v != nil && !r.v.error(code, msg) {
+		return
+	}
 	r.b = append(r.b, '-')
 	r.b = append(r.b, code...)
 	if msg != "" {
@@ -39,16 +46,42 @@ func (r *reply) Error(code, msg string) {
 func (r *reply) Err(msg string) { r.Error("ERR", msg) }
 
 // OK sends "+OK".
-func (r *reply) OK() { r.b = redcon.AppendOK(r.b) }
+func (r *reply) OK() {
+	if r.v != nil {
+		r.v.add("OK")
+		return
+	}
+	r.b = redcon.AppendOK(r.b)
+}
 
 // Status sends a simple string, "+s".
-func (r *reply) Status(s string) { r.b = redcon.AppendString(r.b, s) }
+func (r *reply) Status(s string) {
+	if r.v != nil {
+		r.v.add(s)
+		return
+	}
+	r.b = redcon.AppendString(r.b, s)
+}
 
 // Int sends ":n".
-func (r *reply) Int(n int64) { r.b = redcon.AppendInt(r.b, n) }
+func (r *reply) Int(n int64) {
+	if r.v != nil {
+		r.v.add(n)
+		return
+	}
+	r.b = redcon.AppendInt(r.b, n)
+}
 
 // Bool sends ":1" or ":0".
 func (r *reply) Bool(v bool) {
+	if r.v != nil {
+		var n int64
+		if v {
+			n = 1
+		}
+		r.v.add(n)
+		return
+	}
 	if v {
 		r.b = append(r.b, ":1\r\n"...)
 	} else {
@@ -57,16 +90,40 @@ func (r *reply) Bool(v bool) {
 }
 
 // Bulk sends a bulk string.
-func (r *reply) Bulk(b []byte) { r.b = redcon.AppendBulk(r.b, b) }
+func (r *reply) Bulk(b []byte) {
+	if r.v != nil {
+		r.v.add(string(b))
+		return
+	}
+	r.b = redcon.AppendBulk(r.b, b)
+}
 
 // BulkString sends a bulk string.
-func (r *reply) BulkString(s string) { r.b = redcon.AppendBulkString(r.b, s) }
+func (r *reply) BulkString(s string) {
+	if r.v != nil {
+		r.v.add(s)
+		return
+	}
+	r.b = redcon.AppendBulkString(r.b, s)
+}
 
 // BulkInt sends an integer as a bulk string, as SCAN's cursor.
-func (r *reply) BulkInt(n int64) { r.b = redcon.AppendBulkInt(r.b, n) }
+func (r *reply) BulkInt(n int64) {
+	if r.v != nil {
+		r.v.add(strconv.FormatInt(n, 10))
+		return
+	}
+	r.b = redcon.AppendBulkInt(r.b, n)
+}
 
 // BulkUint sends an unsigned integer as a bulk string.
-func (r *reply) BulkUint(n uint64) { r.b = redcon.AppendBulkUint(r.b, n) }
+func (r *reply) BulkUint(n uint64) {
+	if r.v != nil {
+		r.v.add(strconv.FormatUint(n, 10))
+		return
+	}
+	r.b = redcon.AppendBulkUint(r.b, n)
+}
 
 // BulkOrNull sends b, or the null bulk string when ok is false.
 func (r *reply) BulkOrNull(b []byte, ok bool) {
@@ -80,6 +137,10 @@ func (r *reply) BulkOrNull(b []byte, ok bool) {
 // Null sends the null that RESP2 spells as a null bulk string, "$-1" (GET
 // of a missing key); RESP3 has one null, "_".
 func (r *reply) Null() {
+	if r.v != nil {
+		r.v.null()
+		return
+	}
 	if r.resp3 {
 		r.b = append(r.b, "_\r\n"...)
 		return
@@ -90,6 +151,10 @@ func (r *reply) Null() {
 // NullArray sends the null that RESP2 spells as a null array, "*-1"
 // (LOCK.HOLD not granted, LOCK.INFO of a free key); in RESP3 it is "_".
 func (r *reply) NullArray() {
+	if r.v != nil {
+		r.v.null()
+		return
+	}
 	if r.resp3 {
 		r.b = append(r.b, "_\r\n"...)
 		return
@@ -98,11 +163,21 @@ func (r *reply) NullArray() {
 }
 
 // Array starts an array of n elements; the caller sends them next.
-func (r *reply) Array(n int) { r.b = redcon.AppendArray(r.b, n) }
+func (r *reply) Array(n int) {
+	if r.v != nil {
+		r.v.array(n)
+		return
+	}
+	r.b = redcon.AppendArray(r.b, n)
+}
 
 // Map starts a map of n pairs; the caller sends each key and its value
 // next. RESP2 has no maps: there it is an array of 2n elements.
 func (r *reply) Map(n int) {
+	if r.v != nil {
+		r.v.array(2 * n)
+		return
+	}
 	if r.resp3 {
 		r.b = appendHeader(r.b, '%', n)
 		return
@@ -113,6 +188,10 @@ func (r *reply) Map(n int) {
 // Set starts a set of n elements, as Redis 7 sends COMMAND INFO's flags;
 // in RESP2 an array.
 func (r *reply) Set(n int) {
+	if r.v != nil {
+		r.v.array(n)
+		return
+	}
 	if r.resp3 {
 		r.b = appendHeader(r.b, '~', n)
 		return
@@ -123,6 +202,10 @@ func (r *reply) Set(n int) {
 // Verbatim sends text meant for people (INFO, CLIENT LIST): in RESP3 a
 // verbatim string of format txt, in RESP2 a bulk string.
 func (r *reply) Verbatim(text string) {
+	if r.v != nil {
+		r.v.add(text)
+		return
+	}
 	if r.resp3 {
 		r.b = appendHeader(r.b, '=', len(text)+4)
 		r.b = append(r.b, "txt:"...)
@@ -154,6 +237,15 @@ func (r *reply) BulkStrings(ss ...string) {
 	r.Array(len(ss))
 	for _, s := range ss {
 		r.BulkString(s)
+	}
+}
+
+// truncate drops the replies after mark (a Len): those of a handler that
+// panicked, or of an EXEC whose commit failed.
+func (r *reply) truncate(mark int) {
+	r.b = r.b[:mark]
+	if r.v != nil {
+		r.v.reset()
 	}
 }
 

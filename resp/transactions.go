@@ -149,7 +149,7 @@ func cmdExec(c *conn, args [][]byte) {
 	switch {
 	case err != nil:
 		// The commit failed: nothing the replies tell of happened.
-		c.out.b = c.out.b[:mark]
+		c.out.truncate(mark)
 		c.storeError(err)
 	case !ran:
 		c.out.NullArray()

@@ -59,7 +59,8 @@ func isErrorText(s string) bool {
 	return false
 }
 
-// doer is what runs a command: a *redis.Client or a *redis.Conn.
+// doer is what runs a command: a *redis.Client, a *redis.Conn or a
+// *tenure.DB.
 type doer interface {
 	Do(ctx context.Context, args ...any) *redis.Cmd
 }
@@ -100,6 +101,17 @@ func compatTranscript(t *testing.T, s *resptest.Server, steps []step) {
 		defer conn.Close()
 		transcript(t, conn, steps)
 	})
+	// The same table in process, through tenure.DB.Do (SPEC §11): the
+	// same replies without RESP. Each Do is a connection of its own, so a
+	// transcript that keeps state on its connection runs on the wire only.
+	if !keepsConnState(t, steps) {
+		t.Run("do", func(t *testing.T) {
+			if err := s.DB.Do(bg, "FLUSHALL").Err(); err != nil {
+				t.Fatalf("FLUSHALL: %v", err)
+			}
+			transcript(t, s.DB, steps)
+		})
+	}
 	addr := os.Getenv("TENURE_TEST_REDIS")
 	if addr == "" {
 		return
@@ -115,6 +127,21 @@ func compatTranscript(t *testing.T, s *resptest.Server, steps []step) {
 		defer conn.Close()
 		transcript(t, conn, steps)
 	})
+}
+
+// connState are the commands whose effect lasts on the connection past
+// their own reply.
+var connState = map[string]bool{"MULTI": true, "EXEC": true, "DISCARD": true, "WATCH": true, "UNWATCH": true,
+	"SELECT": true, "HELLO": true, "AUTH": true, "RESET": true, "CLIENT": true, "QUIT": true}
+
+// keepsConnState says whether a transcript uses a command of connState.
+func keepsConnState(t *testing.T, steps []step) bool {
+	for _, st := range steps {
+		if name, _ := splitCommand(t, st.cmd)[0].(string); connState[strings.ToUpper(name)] {
+			return true
+		}
+	}
+	return false
 }
 
 // resp2Client is a go-redis client of s that speaks RESP2, for the
