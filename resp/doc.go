@@ -24,7 +24,8 @@
 //	server.go      COMMAND, CONFIG, DBSIZE, FLUSHALL, TIME, SHUTDOWN
 //	info.go        INFO, one function per section
 //	commanddocs.go COMMAND DOCS's argument lists
-//	strings.go     GET, SET, INCR, APPEND, … (kv's strings)
+//	strings.go     GET, SET, INCR, APPEND, LCS, … (kv's strings)
+//	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.REVOKE
