@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// keyspace returns the GET or SET scenario of n clients, one command a
+// round trip or pipelines of r.cfg.pipeline; ops are commands, latency is
+// per round trip.
+func keyspace(op string, pipelined bool, n int) scenarioFunc {
+	return func(ctx context.Context, r *run) (map[string]float64, error) {
+		const nkeys = 10_000
+		c := newClient(r.p.addr, n+4, 16<<10)
+		defer c.Close()
+		if err := r.warm(ctx, c, n); err != nil {
+			return nil, err
+		}
+		value := []byte("0123456789abcdef")
+		keys := make([]string, nkeys)
+		pipe := c.Pipeline()
+		for i := range keys {
+			keys[i] = "key:" + strconv.Itoa(i)
+			pipe.Set(ctx, keys[i], value, 0)
+			if pipe.Len() == 500 || i == len(keys)-1 {
+				if _, err := pipe.Exec(ctx); err != nil {
+					return nil, fmt.Errorf("fill: %w", err)
+				}
+			}
+		}
+		batch := 1
+		if pipelined {
+			batch = r.cfg.pipeline
+		}
+		w := newWindow(r.cfg.warmup, r.cfg.duration)
+		cpu := r.meter(w)
+		samples := make([][]int64, n)
+		var fail failures
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				rng := newRand()
+				do := func(cmd redis.Cmdable) error {
+					k := keys[rng.IntN(len(keys))]
+					if op == "get" {
+						return cmd.Get(ctx, k).Err()
+					}
+					return cmd.Set(ctx, k, value, 0).Err()
+				}
+				for ctx.Err() == nil {
+					start := now()
+					if start >= w.to {
+						return
+					}
+					var err error
+					if pipelined {
+						p := c.Pipeline()
+						for range batch {
+							do(p)
+						}
+						_, err = p.Exec(ctx)
+					} else {
+						err = do(c)
+					}
+					end := now()
+					if err != nil {
+						fail.add(err)
+						continue
+					}
+					if w.holds(start, end) {
+						samples[i] = append(samples[i], end-start)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		lat := summarize(samples)
+		m := map[string]float64{"ops_per_sec": float64(lat.N*batch) / w.seconds()}
+		lat.put(m, "")
+		if err := cpu(m, lat.N*batch); err != nil {
+			return nil, err
+		}
+		return m, fail.verdict(m, lat.N)
+	}
+}
