@@ -14,7 +14,7 @@
 // Every Pebble key starts with a one-byte namespace, so that no user key can
 // ever name internal data, whatever its bytes:
 //
-//	0x00 name                         internal metadata ("epoch": uint64 BE)
+//	0x00 name                         internal metadata ("epoch", "format": uint64 BE; see format.go)
 //	0x01 xxhash64(key) BE (8) key     a user key's record
 //	0x02 expireAt ms BE (8) key       the expiry index: one entry per key with a TTL
 //

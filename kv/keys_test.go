@@ -304,8 +304,8 @@ func TestNamespaces(t *testing.T) {
 	if e, err := s.BumpEpoch(); err != nil || e != 2 {
 		t.Fatalf("BumpEpoch = %d, %v; want 2: a user key touched the epoch", e, err)
 	}
-	if s.raw(nsMeta) != 1 {
-		t.Errorf("internal namespace holds %d keys; want 1 (the epoch)", s.raw(nsMeta))
+	if s.raw(nsMeta) != 2 {
+		t.Errorf("internal namespace holds %d keys; want 2 (the epoch and the format)", s.raw(nsMeta))
 	}
 	s.mustGet("\x00epoch", "user")
 }

@@ -155,6 +155,10 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	s.db = db
+	if err := checkFormat(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
 	if err := s.recover(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s: %w", dir, err)

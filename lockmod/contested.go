@@ -33,6 +33,9 @@ func (h *contestedHeap) Pop() any {
 
 // contest files live lease r, whose key has a line, at its deadline.
 func (m *Manager) contest(r *request) {
+	if r.at == never {
+		return // held in process without MAXHOLD: never due
+	}
 	heap.Push(&m.contested, contestedLease{at: r.at, fence: r.fence, ref: r.ref})
 }
 

@@ -31,6 +31,10 @@ var (
 	// is meant to read it: the client that would have has gone.
 	ErrAbandoned = errors.New("request abandoned")
 
+	// ErrHeldInProcess answers a Renew of a lease held in process: it has
+	// no ttl deadline to move (LOCK-13).
+	ErrHeldInProcess = errors.New("lease is held in process and needs no renewal")
+
 	// ErrNoEpochBumper fails a grant when the fence counter of the epoch is
 	// used up and the Manager was given no EpochBumper (LOCK-02).
 	ErrNoEpochBumper = errors.New("fence counter of this epoch used up and no epoch bumper configured")

@@ -37,6 +37,7 @@ type opt func(*HoldRequest)
 func ttl(d time.Duration) opt     { return func(r *HoldRequest) { r.TTL = d } }
 func wait(d time.Duration) opt    { return func(r *HoldRequest) { r.Wait, r.HasWait = d, true } }
 func maxHold(d time.Duration) opt { return func(r *HoldRequest) { r.MaxHold = d } }
+func inProcess() opt              { return func(r *HoldRequest) { r.InProcess = true } }
 
 func (h *harness) hold(lock, key, reqid string, opts ...opt) Ticket {
 	req := HoldRequest{Lock: lock, Key: key, ReqID: reqid, TTL: 10 * sec}
@@ -163,8 +164,8 @@ func checkInvariants(m *Manager) (err error) {
 		if r.phase != live || m.lease(r.id) != r || m.byReqKey(r.reqKey(), r.hexReqID) != r {
 			fail("key %q: holder %+v not a live, indexed lease", r.name(), r)
 		}
-		if r.index < 0 {
-			fail("key %q: live lease not scheduled", r.name())
+		if (r.index < 0) != (r.at == never) {
+			fail("key %q: live lease scheduled %v, deadline never %v (LOCK-13: only those held in process without MAXHOLD are not)", r.name(), r.index >= 0, r.at == never)
 		}
 	})
 	m.reqs.each(func(_, ref uint32) {
@@ -184,7 +185,7 @@ func checkInvariants(m *Manager) (err error) {
 		if r.phase == live && m.holder(r.name()) != r {
 			fail("lease %x: live but not its key's holder (LOCK-01)", r.id)
 		}
-		if r.index < 0 {
+		if r.index < 0 && r.at != never {
 			fail("lease %x: not scheduled", r.id)
 		}
 		if r.rare != nil && (r.rare.waiter != nil || r.rare.prev != nil || r.rare.next != nil) {

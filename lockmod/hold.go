@@ -20,13 +20,24 @@ type HoldRequest struct {
 	Wait             time.Duration
 	HasWait          bool          // false: wait without limit; true with Wait <= 0: try once, never join the line
 	MaxHold          time.Duration // <= 0: no cap
+
+	// InProcess asks for a lease held in the store's own process (LOCK-13):
+	// it has no ttl deadline and is never renewed; it lasts until it is
+	// released, reaches MAXHOLD, is revoked or the Manager closes, and
+	// Grant.Ending tells its holder the moment it ends. It waits in the same
+	// line and takes its fence from the same counter as any other request;
+	// TTL only sets how long its reqid is remembered after it ends.
+	InProcess bool
 }
 
 // Grant is a lease as its holder learns it.
 type Grant struct {
 	id      leaseID
 	Fence   uint64        // epoch<<32 + n (LOCK-02)
-	TTLLeft time.Duration // deadline - now
+	TTLLeft time.Duration // deadline - now; -1 for a lease held in process: it has no ttl deadline
+	// Ending, for a lease held in process (HoldRequest.InProcess), says
+	// when and why it ends; nil for any other.
+	Ending *Ending
 }
 
 // LeaseID is the lease id: 32 lowercase hex characters (LOCK-04).
@@ -79,7 +90,7 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 		// The key is free, so nobody open waits for it: the places in its
 		// line, if any, linger and are passed over.
 		r := m.newRequest(text, nameLen, hexForm, ttl)
-		if err := m.grant(r, req.MaxHold, now); err != nil {
+		if err := m.grant(r, req.MaxHold, newEnding(req), now); err != nil {
 			m.slab.release(r)
 			return m.answered(Grant{}, err)
 		}
@@ -91,7 +102,7 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 	}
 	r := m.newRequest(text, nameLen, hexForm, ttl)
 	w := &waiter{done: make(chan struct{}), m: m, req: r}
-	r.rare = &rare{waiter: w, maxHold: req.MaxHold, joinedAt: now}
+	r.rare = &rare{waiter: w, maxHold: req.MaxHold, joinedAt: now, ending: newEnding(req)}
 	r.phase = waiting
 	m.join(r)
 	m.contest(m.holder(name))
@@ -125,12 +136,12 @@ func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now ins
 		p.waiter.finish(Grant{}, ErrSuperseded)
 		p.waiter = nil
 	}
-	r.ttl, p.maxHold = ttl, req.MaxHold
+	r.ttl, p.maxHold, p.ending = ttl, req.MaxHold, newEnding(req)
 	if name := r.name(); m.holder(name) == nil {
 		// Free key: no open request is ahead of this one (they would hold it),
 		// so it is first among the open ones. Grant now, re-checked here.
 		m.leave(r)
-		if err := m.grant(r, p.maxHold, now); err != nil {
+		if err := m.grant(r, p.maxHold, p.ending, now); err != nil {
 			m.forget(r)
 			m.unlistIfIdle(name)
 			return m.answered(Grant{}, err)
@@ -165,6 +176,9 @@ func (m *Manager) answered(g Grant, err error) Ticket {
 
 // grantOf is the Grant of live lease r as seen at now.
 func (m *Manager) grantOf(r *request, now instant) Grant {
+	if e := r.ending(); e != nil {
+		return Grant{id: r.id, Fence: r.fence, TTLLeft: -1, Ending: e}
+	}
 	return Grant{id: r.id, Fence: r.fence, TTLLeft: time.Duration(r.at - now)}
 }
 
@@ -180,8 +194,9 @@ func (m *Manager) deadline(r *request, now instant, ttl time.Duration) instant {
 // grant makes r the live lease of its key for r.ttl, with a fresh id and
 // fence. The caller has checked, in this same critical section, that the key
 // is free and that r is the first open request for it (etcd#11456). r is out
-// of the line.
-func (m *Manager) grant(r *request, maxHold time.Duration, now instant) error {
+// of the line. ending is not nil for a lease held in process (LOCK-13): its
+// only deadline is its MAXHOLD's, if it has one.
+func (m *Manager) grant(r *request, maxHold time.Duration, ending *Ending, now instant) error {
 	id, err := m.newLeaseID()
 	if err != nil {
 		return err
@@ -197,15 +212,30 @@ func (m *Manager) grant(r *request, maxHold time.Duration, now instant) error {
 		waited = time.Duration(now - r.rare.joinedAt)
 	}
 	r.rare = nil
-	if maxHold > 0 {
-		r.rare = &rare{maxDeadline: now.add(maxHold)}
+	if maxHold > 0 || ending != nil {
+		r.rare = &rare{ending: ending}
+		if maxHold > 0 {
+			r.rare.maxDeadline = now.add(maxHold)
+		}
 	}
-	r.at = m.deadline(r, now, r.ttl)
+	switch {
+	case ending == nil:
+		r.at = m.deadline(r, now, r.ttl)
+	case maxHold > 0:
+		r.at = r.rare.maxDeadline
+	default:
+		r.at = never
+	}
 	r.phase = live
 	m.leases.put(id.hash(), r.ref)
 	m.keys.put(m.hashName(r.name()), r.ref) // LOCK-01: the caller saw no live lease here
 	m.order.add(r)
-	m.events.schedule(r)
+	if ending != nil {
+		m.heldInProcess[ending] = struct{}{}
+	}
+	if r.at != never {
+		m.events.schedule(r)
+	}
 	m.stats.GrantsTotal++
 	if m.trace != nil {
 		m.trace(traceEvent{grant: true, at: now, name: r.name(), reqid: r.reqID(), id: id, fence: fence})

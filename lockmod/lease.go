@@ -28,6 +28,9 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 	if r.phase != live {
 		return 0, r.reason.lost() // LOCK-05
 	}
+	if r.ending() != nil {
+		return 0, ErrHeldInProcess // LOCK-13: a deadline would be a ttl it never had
+	}
 	if ttl <= 0 {
 		ttl = r.ttl
 	}
@@ -94,6 +97,7 @@ func (m *Manager) Revoke(lock, key string) bool {
 // key to the first open request in its line, in the same critical section
 // (LOCK-06: no gap in which a newcomer can take the key).
 func (m *Manager) end(r *request, why reason, at, now instant) {
+	ending := r.ending()
 	m.keys.del(m.hashName(r.name()), r.ref)
 	r.phase = ended
 	r.reason = why
@@ -114,6 +118,10 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 	}
 	if m.trace != nil {
 		m.trace(traceEvent{at: at, name: r.name(), reqid: r.reqID(), id: r.id, fence: r.fence, reason: why})
+	}
+	if ending != nil {
+		delete(m.heldInProcess, ending)
+		ending.finish(why.lost()) // LOCK-13: at once, not at a renewal
 	}
 	if m.observer != nil {
 		lock, key := splitName(r.name())
@@ -153,7 +161,7 @@ func (m *Manager) grantNext(name string, freedAt, now instant) {
 			continue
 		}
 		m.leave(r)
-		if err := m.grant(r, p.maxHold, now); err != nil {
+		if err := m.grant(r, p.maxHold, p.ending, now); err != nil {
 			p.waiter.finish(Grant{}, err)
 			m.forget(r)
 			r = next

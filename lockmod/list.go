@@ -8,8 +8,11 @@ import (
 type ListEntry struct {
 	Key     string
 	Fence   uint64        // 0 if free (only lingering places wait)
-	TTL     time.Duration // to the deadline; 0 if free
+	TTL     time.Duration // to the deadline; 0 if free or held in process
 	Waiters int           // places in line, lingering ones included
+	// InProcess: the lease is held in the store's own process, with no
+	// ttl deadline (LOCK-13).
+	InProcess bool
 }
 
 // DefaultListCount is how many keys a List step looks at when asked for
@@ -38,7 +41,9 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 		e := ListEntry{Key: key}
 		if r := m.holder(name); r != nil {
 			e.Fence = r.fence
-			e.TTL = time.Duration(r.at - now)
+			if e.InProcess = r.ending() != nil; !e.InProcess {
+				e.TTL = time.Duration(r.at - now)
+			}
 		}
 		if ln := m.lines[name]; ln != nil {
 			e.Waiters = ln.n
@@ -51,13 +56,15 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 // KeyInfo is what LOCK.INFO shows of a (lock, key). Never a lease id.
 // A free key (Fence 0) has no deadline: its TTL and Held are 0; a lease
 // without MAXHOLD has a MaxHold of 0. A live lease's TTL and MaxHold are
-// always above 0: at its deadline it has ended.
+// always above 0: at its deadline it has ended. A lease held in process has
+// no ttl deadline: its TTL is 0 and InProcess is true (LOCK-13).
 type KeyInfo struct {
-	Fence   uint64        // 0 if free
-	TTL     time.Duration // to the deadline
-	Held    time.Duration // since the grant
-	MaxHold time.Duration // to the MAXHOLD revocation
-	Waiters int           // places in line, lingering ones included
+	Fence     uint64        // 0 if free
+	TTL       time.Duration // to the deadline
+	InProcess bool          // held in the store's own process
+	Held      time.Duration // since the grant
+	MaxHold   time.Duration // to the MAXHOLD revocation
+	Waiters   int           // places in line, lingering ones included
 }
 
 // Info describes (lock, key); false when it is free and nobody waits.
@@ -79,7 +86,9 @@ func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
 	}
 	if r != nil {
 		info.Fence = r.fence
-		info.TTL = time.Duration(r.at - now)
+		if info.InProcess = r.ending() != nil; !info.InProcess {
+			info.TTL = time.Duration(r.at - now)
+		}
 		info.Held = time.Duration(now - r.grantedAt)
 		if md := r.maxDeadline(); md != 0 {
 			info.MaxHold = time.Duration(md - now)

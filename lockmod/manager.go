@@ -89,6 +89,10 @@ type Manager struct {
 	fireFn  func()  // m.fire, made once
 	idBuf   leaseID // scratch for reading random bytes without an allocation
 
+	// heldInProcess are the Endings of the live leases held in process,
+	// told ErrClosed by Close (LOCK-13).
+	heldInProcess map[*Ending]struct{}
+
 	waiters int
 	stats   Stats
 	closed  bool
@@ -129,11 +133,13 @@ func New(cfg Config) *Manager {
 		n:         cfg.FirstN,
 		lines:     make(map[string]*line),
 		order:     newOrder(),
-		seed:      maphash.MakeSeed(),
-		hashMask:  math.MaxUint32,
-		doneCh:    make(chan struct{}),
-		observer:  cfg.Observer,
-		sweepStep: DefaultSweepStep,
+
+		heldInProcess: make(map[*Ending]struct{}),
+		seed:          maphash.MakeSeed(),
+		hashMask:      math.MaxUint32,
+		doneCh:        make(chan struct{}),
+		observer:      cfg.Observer,
+		sweepStep:     DefaultSweepStep,
 	}
 	m.events.slab = &m.slab
 	if m.clock == nil {
@@ -154,7 +160,8 @@ func New(cfg Config) *Manager {
 	return m
 }
 
-// Close answers every open waiter ErrClosed, stops the timer and forgets all
+// Close answers every open waiter ErrClosed, tells every lease held in
+// process that it ended (ErrClosed), stops the timer and forgets all
 // leases. Every later call fails with ErrClosed (Revoke reports false, Info
 // nothing); Stats keeps its counters.
 func (m *Manager) Close() {
@@ -175,6 +182,10 @@ func (m *Manager) Close() {
 			}
 		}
 	}
+	for e := range m.heldInProcess {
+		e.finish(ErrClosed) // the lease ends with the store (LOCK-13)
+	}
+	clear(m.heldInProcess)
 	m.keys.clear()
 	clear(m.lines)
 	m.order.clear()

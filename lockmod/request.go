@@ -92,6 +92,22 @@ type rare struct {
 	// Once granted.
 	maxDeadline instant       // grant + MAXHOLD; 0: none (LOCK-07)
 	span        time.Duration // the longest ttl renewed, if longer than the granted one
+
+	// A request held in process (LOCK-13), in line and once granted.
+	ending *Ending
+}
+
+// never is the deadline of a lease held in process without MAXHOLD: it is
+// not in the event heap at all.
+const never = instant(math.MaxInt64)
+
+// ending is what tells r's holder of its end if r is held in process, nil
+// otherwise.
+func (r *request) ending() *Ending {
+	if r.rare == nil {
+		return nil
+	}
+	return r.rare.ending
 }
 
 // maxDeadline is r's MAXHOLD deadline, 0 if none.

@@ -59,7 +59,7 @@ func (c *conn) lockError(err error) {
 	case errors.As(err, &lost):
 		c.srv.metrics.lost(lost.Reason)
 		c.out.Error("LOST", lost.Reason)
-	case errors.Is(err, lockmod.ErrSuperseded), errors.Is(err, lockmod.ErrReqIDInUse):
+	case errors.Is(err, lockmod.ErrSuperseded), errors.Is(err, lockmod.ErrReqIDInUse), errors.Is(err, lockmod.ErrHeldInProcess):
 		c.out.Err(err.Error())
 	case errors.Is(err, lockmod.ErrClosed):
 		c.out.Err("server is shutting down")
@@ -99,7 +99,7 @@ func cmdLockHold(c *conn, args [][]byte) {
 		c.out.Array(3)
 		c.out.Bulk(g.AppendLeaseID(id[:0]))
 		c.out.Int(int64(g.Fence))
-		c.out.Int(ms(g.TTLLeft))
+		c.out.Int(msOrNone(g.TTLLeft, g.Ending == nil)) // a retry that found a lease held in process (LOCK-13)
 	}
 }
 
@@ -222,7 +222,7 @@ func cmdLockInfo(c *conn, args [][]byte) {
 	c.out.BulkString("fence")
 	c.out.Int(int64(info.Fence))
 	c.out.BulkString("ttl")
-	c.out.Int(msOrNone(info.TTL, info.Fence != 0))
+	c.out.Int(msOrNone(info.TTL, info.Fence != 0 && !info.InProcess)) // LOCK-13: as a key without expiry
 	c.out.BulkString("held")
 	c.out.Int(msOrNone(info.Held, info.Fence != 0))
 	c.out.BulkString("maxhold")
@@ -265,7 +265,7 @@ func cmdLockList(c *conn, args [][]byte) {
 		c.out.Array(4)
 		c.out.BulkString(e.Key)
 		c.out.Int(int64(e.Fence))
-		c.out.Int(msOrNone(e.TTL, e.Fence != 0))
+		c.out.Int(msOrNone(e.TTL, e.Fence != 0 && !e.InProcess))
 		c.out.Int(int64(e.Waiters))
 	}
 }

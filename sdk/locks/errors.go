@@ -44,7 +44,9 @@ type LostError struct {
 	// own deadline passed first, which it does a margin before the store's.
 	FromStore bool
 	// Err is why the renewals failed, when the holder's deadline passed
-	// after failed renewals; nil otherwise.
+	// after failed renewals; for a lease held in process, the store's
+	// error when it closed under the lease (tenure.ErrClosed, with reason
+	// "unknown lease"); nil otherwise.
 	Err error
 }
 
@@ -52,6 +54,11 @@ func (e *LostError) Error() string {
 	var b strings.Builder
 	b.WriteString("locks: lease lost: ")
 	b.WriteString(e.Reason)
+	if e.FromStore && e.Err != nil {
+		b.WriteString(" (")
+		b.WriteString(e.Err.Error())
+		b.WriteString(")")
+	}
 	if !e.FromStore {
 		b.WriteString(" (holder's deadline passed")
 		if e.Err != nil {

@@ -54,6 +54,9 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %s %q: %w", ErrNotHeld, l.name, key, context.Cause(ctx))
 	}
+	if l.inProcess != nil {
+		return l.holdInProcess(ctx, key, fn, try)
+	}
 	// The commands carry ctx's values (for the client's hooks) but not its
 	// cancellation: a command cut short would leave its answer unknown.
 	base := context.WithoutCancel(ctx)

@@ -13,10 +13,11 @@ type Lease struct {
 	Key   string // the key held, within the Lock
 	Fence int64  // the fencing token: larger than every fence granted before (LOCK-02)
 
-	id     string // the lease id: renews and releases, never leaves the SDK (LOCK-04)
-	ttl    time.Duration
-	margin time.Duration
-	cancel context.CancelCauseFunc // fn's context
+	id        string // the lease id: renews and releases, never leaves the SDK (LOCK-04)
+	inProcess bool   // held on a store in this process: no deadline, no renewal (LOCK-13)
+	ttl       time.Duration
+	margin    time.Duration
+	cancel    context.CancelCauseFunc // fn's context
 
 	mu       sync.Mutex
 	sent     time.Time // send time of the last HOLD or RENEW that succeeded
@@ -34,6 +35,8 @@ type Lease struct {
 // that succeeded, plus the ttl the store answered, less the margin, capped at
 // the grant + MaxHold - margin. It is read on the local monotonic clock (the
 // time.Time carries it); when it passes without a renewal the lease is lost.
+// A lease held on a store in this process has none (LOCK-13): its Deadline
+// is the zero time, and the store says when the lease ends.
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -124,7 +127,7 @@ func (l *Lease) check(now time.Time) bool {
 		l.mu.Unlock()
 		return true
 	}
-	if l.over || now.Before(l.deadline) {
+	if l.over || l.inProcess || now.Before(l.deadline) {
 		l.mu.Unlock()
 		return false
 	}

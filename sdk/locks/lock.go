@@ -7,12 +7,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure/internal/inprocess"
 	"github.com/tenure-db/tenure/internal/lockspec"
 )
 
 // Store is what a Lock needs of a go-redis client. *redis.Client,
 // *redis.ClusterClient, *redis.Ring and every redis.UniversalClient have it.
 // The Lock only sends commands through Do; it never changes the client.
+//
+// A *tenure.DB, the store opened in this process (SPEC §11), is a Store
+// too, and more: OpenLock recognises it by a method whose types are
+// internal to this module (so no other Store can pass for one), and its
+// leases are then held in process, with no ttl and no renewal (LOCK-13);
+// see "In the store's own process" in the package doc.
 type Store interface {
 	Do(ctx context.Context, args ...any) *redis.Cmd
 }
@@ -82,8 +89,9 @@ func Margin(d time.Duration) Option {
 // are held with. It is safe for concurrent use; it holds no connection and
 // needs no closing.
 type Lock struct {
-	store Store
-	name  string
+	store     Store
+	inProcess inprocess.Holder // the store is in this process (a *tenure.DB); nil over a connection
+	name      string
 
 	ttl       time.Duration
 	maxHold   time.Duration // 0: no cap
@@ -111,6 +119,7 @@ func OpenLock(client Store, name string, opts ...Option) (*Lock, error) {
 		return nil, fmt.Errorf("locks: open %q: %w", name, err)
 	}
 	l.chunk = waitChunk(client)
+	l.inProcess, _ = client.(inprocess.Holder)
 	return l, nil
 }
 
