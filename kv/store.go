@@ -144,6 +144,9 @@ func Open(dir string, o Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
+	if err := checkWritable(fs, dir); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
 	fs = walGuard{FS: fs, s: s}
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS:                 fs,
