@@ -8,6 +8,8 @@ import (
 	"github.com/tenure-db/tenure/lockmod"
 )
 
+var _ inprocess.Holder = (*DB)(nil)
+
 // HoldInProcess is how the Go SDK holds a key on a *DB (sdk/locks'
 // OpenLock given a *DB uses it): a lease with no ttl and no renewal, in
 // the line and under the fence counter that connections use (LOCK-13). Its

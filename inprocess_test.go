@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -386,5 +387,60 @@ func TestInProcessHoldAcrossClose(t *testing.T) {
 	}
 	if err := lk.TryHold(context.Background(), "k", func(context.Context, *locks.Lease) error { return nil }); !errors.Is(err, tenure.ErrClosed) {
 		t.Fatalf("TryHold after Close: %v", err)
+	}
+}
+
+// LOCK-08, LOCK-13: waiting in process is waiting as over a connection.
+// TryHold on a held key and an elapsed Wait give ErrNotHeld without
+// running fn; a ctx that ends while waiting gives ErrNotHeld with ctx's
+// cause, and leaves a lingering place (SPEC §3) that the next release
+// passes over: a network waiter behind it is granted.
+func TestInProcessWaiting(t *testing.T) {
+	db := open(t)
+	client := serve(t, db)
+	lk, err := locks.OpenLock(db, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounded, err := locks.OpenLock(db, "l", locks.Wait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := func(context.Context, *locks.Lease) error { return errors.New("fn ran without the key") }
+	granted := make(chan []any, 1)
+	err = lk.Hold(context.Background(), "k", func(_ context.Context, lease *locks.Lease) error {
+		if err := lk.TryHold(context.Background(), "k", never); !errors.Is(err, locks.ErrNotHeld) || !strings.Contains(err.Error(), "is held") {
+			return fmt.Errorf("TryHold on a held key: %v", err)
+		}
+		errGaveUp := errors.New("the caller gave up")
+		ctx, cancel := context.WithCancelCause(context.Background())
+		gaveUp := make(chan error, 1)
+		go func() { gaveUp <- lk.Hold(ctx, "k", never) }()
+		waitInLine(t, client, "l", "k", 1)
+		cancel(errGaveUp)
+		if err := <-gaveUp; !errors.Is(err, locks.ErrNotHeld) || !errors.Is(err, errGaveUp) {
+			return fmt.Errorf("Hold whose ctx ended while waiting: %v", err)
+		}
+		go func() {
+			v, _ := client.Do(context.Background(), "LOCK.HOLD", "l", "k", "net", "WAIT", 10000).Slice()
+			granted <- v
+		}()
+		waitInLine(t, client, "l", "k", 2) // the lingering place, then the network waiter
+		start := time.Now()
+		if err := bounded.Hold(context.Background(), "k", never); !errors.Is(err, locks.ErrNotHeld) || time.Since(start) < 200*time.Millisecond {
+			return fmt.Errorf("Hold with Wait(200ms) on a held key: %v after %v", err, time.Since(start))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-granted:
+		if len(v) != 3 {
+			t.Fatalf("the network waiter behind the lingering places got %v", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the network waiter behind the lingering places was not granted")
 	}
 }

@@ -36,6 +36,10 @@
 //     Config.Linger: it is passed over, never granted, and a retry with the same
 //     reqid resumes it.
 //   - LOCK-10: a new Manager holds no lease and no waiter.
+//   - LOCK-13: a lease held in process (HoldRequest.InProcess) has no ttl
+//     deadline and is never renewed; only Release, MAXHOLD, Revoke and Close
+//     end it, and its Ending is told in the same step. It waits in the same
+//     lines and takes fences from the same counter as any other.
 //
 // # Time
 //

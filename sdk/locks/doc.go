@@ -108,6 +108,23 @@
 // (a deadline while waiting gives ErrNotHeld wrapping it). etcd's
 // Session.Done is Lease.Done; its Mutex revision is Lease.Fence.
 //
+// # In the store's own process
+//
+// OpenLock given a *tenure.DB (the store opened in this process, SPEC
+// §11) holds its keys in process (LOCK-13). It tells the DB from a go-redis
+// client by a method the DB has whose types are internal to this module
+// (internal/inprocess.Holder), so no other Store can pass for one. Such a
+// lease has no ttl and no renewal, and nothing above about deadlines,
+// chunks or renewals applies: the key is let go when fn returns or panics,
+// or with the process. The store tells the holder in the step that ends
+// the lease, so fn's context is cancelled at once: MAXHOLD ("revoked
+// maxhold") and LOCK.REVOKE ("revoked by admin") as over a connection, and
+// the store's Close ("unknown lease", LostError.Err the store's ErrClosed).
+// Hold returns as it does over a connection, with the same errors. Waiting
+// is in the same line as network waiters, in join order (LOCK-08), fences
+// from one counter (LOCK-02); a ctx that ends while waiting leaves a
+// lingering place, as a closed connection does. Lease.Deadline is zero.
+//
 // # Connections
 //
 // A Hold waiting in line keeps one of the client's connections busy for
