@@ -24,6 +24,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tenure-db/tenure/cluster"
 	"github.com/tenure-db/tenure/kv"
 	"github.com/tenure-db/tenure/lockmod"
 	"github.com/tenure-db/tenure/resp"
@@ -46,11 +47,28 @@ type Options struct {
 	// and the process's own collectors excepted), beside the registry
 	// that ServeMetrics serves.
 	Metrics prometheus.Registerer
+	// Cluster, when not nil, makes the store one node of a cluster that
+	// replicates it through Raft (SPEC §10; package cluster).
+	Cluster *ClusterOptions
 
 	// For tests: an in-memory or crash-simulating file system, and the
 	// lock module's clock.
 	FS    vfs.FS
 	Clock lockmod.Clock
+}
+
+// ClusterOptions are the flags of SPEC §10.
+type ClusterOptions struct {
+	NodeID string         // --node-id
+	Peers  []cluster.Peer // --peers (cluster.ParsePeers); nil: wait for CLUSTER MEET
+	// Addr is the node's client address when Peers is nil (--addr); with
+	// Peers, the node's address there.
+	Addr            string
+	ElectionTimeout time.Duration // --raft-election-timeout; 0: cluster.DefaultElectionTimeout
+	Key             []byte        // the secret of --cluster-key-file
+	// For tests: snapshot every SnapshotThreshold entries, keeping
+	// TrailingLogs of the log behind each (0: Raft's defaults).
+	SnapshotThreshold, TrailingLogs uint64
 }
 
 // DB is an open store. Its methods are safe for concurrent use.
@@ -60,6 +78,7 @@ type DB struct {
 	store *kv.Store
 	locks *lockmod.Manager
 	srv   *resp.Server
+	node  *cluster.Node // nil for a single server
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed when the keyspace is closed
@@ -83,11 +102,28 @@ func Open(dir string, o Options) (*DB, error) {
 		Fsync:       o.Fsync,
 		Logger:      o.Logger,
 		MaxValueLen: limits.MaxBulkLen,
+		Replica:     o.Cluster != nil,
 	})
 	if err != nil {
 		return nil, err
 	}
-	epoch, err := store.BumpEpoch()
+	var (
+		epoch  uint64
+		bumper lockmod.EpochBumper = store
+		node   *cluster.Node
+	)
+	if o.Cluster != nil {
+		// In a cluster the epoch goes through the log: the node proposes
+		// the next one when it comes to lead (LOCK-14).
+		if node, err = openNode(dir, store, o); err != nil {
+			store.Close()
+			return nil, err
+		}
+		bumper = node
+		epoch, err = store.StoredEpoch()
+	} else {
+		epoch, err = store.BumpEpoch()
+	}
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("bump epoch in %s: %w", dir, err)
@@ -96,7 +132,7 @@ func Open(dir string, o Options) (*DB, error) {
 	locks := lockmod.New(lockmod.Config{
 		Clock:    o.Clock,
 		Epoch:    epoch,
-		Bumper:   store,
+		Bumper:   bumper,
 		Observer: metrics.Observer(),
 	})
 	srv := resp.New(resp.Config{
@@ -108,7 +144,7 @@ func Open(dir string, o Options) (*DB, error) {
 		Users:      o.Users,
 		LogLevel:   o.LogLevel,
 		TLS:        o.TLS,
-	}, resp.Backends{Store: store, Locks: locks, Metrics: metrics})
+	}, resp.Backends{Store: store, Locks: locks, Metrics: metrics, Cluster: clusterOf(node)})
 	if o.Metrics != nil {
 		if err := metrics.Register(o.Metrics); err != nil {
 			locks.Close()
@@ -116,7 +152,15 @@ func Open(dir string, o Options) (*DB, error) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	db := &DB{dir: dir, log: o.Logger, store: store, locks: locks, srv: srv, closed: make(chan struct{})}
+	if node != nil {
+		if err := node.Start(srv, locks); err != nil {
+			node.Close()
+			locks.Close()
+			store.Close()
+			return nil, err
+		}
+	}
+	db := &DB{dir: dir, log: o.Logger, store: store, locks: locks, srv: srv, node: node, closed: make(chan struct{})}
 	// SHUTDOWN, from a client, ends the server on its own: the keyspace
 	// follows it.
 	go func() {
@@ -134,6 +178,9 @@ func (db *DB) Epoch() uint64 { return db.srv.Epoch() }
 // TLS of Options, and then returns ErrClosed. It may be called for any
 // number of listeners, at once.
 func (db *DB) Serve(ln net.Listener) error {
+	if db.node != nil {
+		ln = db.node.Serve(ln) // Raft's peers share the port (SPEC §10)
+	}
 	if err := db.srv.Serve(ln); !errors.Is(err, resp.ErrServerClosed) {
 		return err
 	}
@@ -177,6 +224,11 @@ func (db *DB) Done() <-chan struct{} { return db.closed }
 
 func (db *DB) closeStore() {
 	db.closeOnce.Do(func() {
+		if db.node != nil {
+			if err := db.node.Close(); err != nil {
+				db.log.Warn("cluster: raft did not stop cleanly", "err", err)
+			}
+		}
 		if err := db.store.Close(); err != nil {
 			db.closeErr = fmt.Errorf("close store: %w", err)
 		} else {
@@ -185,3 +237,31 @@ func (db *DB) closeStore() {
 		close(db.closed)
 	})
 }
+
+func openNode(dir string, store *kv.Store, o Options) (*cluster.Node, error) {
+	c := o.Cluster
+	return cluster.Open(cluster.Config{
+		Dir:               dir,
+		NodeID:            c.NodeID,
+		Peers:             c.Peers,
+		Addr:              c.Addr,
+		ElectionTimeout:   c.ElectionTimeout,
+		Key:               c.Key,
+		Logger:            o.Logger,
+		Store:             store,
+		SnapshotThreshold: c.SnapshotThreshold,
+		TrailingLogs:      c.TrailingLogs,
+	})
+}
+
+// clusterOf is node as resp sees it: nil (no interface holding a nil
+// pointer) for a single server.
+func clusterOf(node *cluster.Node) resp.Cluster {
+	if node == nil {
+		return nil
+	}
+	return node
+}
+
+// Node is the store's cluster node, nil for a single server.
+func (db *DB) Node() *cluster.Node { return db.node }

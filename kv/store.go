@@ -34,6 +34,11 @@ type Options struct {
 	// need the old value (SET, DEL, EXPIRE …) need not read it from Pebble
 	// first. 0: 262,144 (about 20 MB with short keys); negative: none.
 	MetaCacheKeys int
+	// Replica says the keyspace is a copy of a replicated log (package
+	// cluster): its own clock deletes nothing, neither at open nor in a
+	// sweeper; expired keys go only by SweepAt, at the instant an entry
+	// of the log names, so every copy deletes alike.
+	Replica bool
 }
 
 const (
@@ -65,6 +70,7 @@ type keyspace struct {
 	log           *slog.Logger
 	now           func() time.Time
 	sweepInterval time.Duration
+	replica       bool
 	maxValueLen   atomic.Int64
 	metaPerStripe int // 0: no metadata cache
 
@@ -109,6 +115,7 @@ func Open(dir string, o Options) (*Store, error) {
 		log:           o.Logger,
 		now:           o.Now,
 		sweepInterval: o.SweepInterval,
+		replica:       o.Replica,
 		stop:          make(chan struct{}),
 	}}
 	if s.now == nil {
@@ -166,8 +173,10 @@ func Open(dir string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	s.wg.Add(1)
-	go s.runSweeper()
+	if !s.replica {
+		s.wg.Add(1)
+		go s.runSweeper()
+	}
 	if s.fsync == FsyncEverysec {
 		s.wg.Add(1)
 		go s.runSyncer()
@@ -178,8 +187,10 @@ func Open(dir string, o Options) (*Store, error) {
 // recover deletes what expired while the store was closed and initialises
 // the in-memory counters.
 func (s *Store) recover() error {
-	if err := s.sweep(0); err != nil {
-		return err
+	if !s.replica {
+		if err := s.sweep(0); err != nil {
+			return err
+		}
 	}
 	keys, err := s.countSpan([]byte{nsKey}, []byte{nsExpiry})
 	if err != nil {

@@ -59,7 +59,7 @@ func (s *Store) Tx(w *Watch, fn func(tx *Store)) (ran bool, err error) {
 	if s.closed.Load() {
 		return false, ErrClosed
 	}
-	ran, wrote, err := s.runTx(w, fn)
+	ran, wrote, err := s.runTx(w, nil, fn)
 	if err == nil && wrote {
 		err = s.settle()
 	}
@@ -69,8 +69,10 @@ func (s *Store) Tx(w *Watch, fn func(tx *Store)) (ran bool, err error) {
 	return ran, nil
 }
 
-// runTx is Tx with every stripe held, released however fn ends.
-func (s *Store) runTx(w *Watch, fn func(tx *Store)) (ran, wrote bool, err error) {
+// runTx is Tx with every stripe held, released however fn ends. With at
+// not nil the transaction runs at at's instant and writes at's records in
+// its batch, whatever fn writes (a replicated entry: see ApplyAt).
+func (s *Store) runTx(w *Watch, at *applyAt, fn func(tx *Store)) (ran, wrote bool, err error) {
 	for i := range s.stripes {
 		s.stripes[i].Lock() // in ascending order, as updateMany takes them
 	}
@@ -80,6 +82,9 @@ func (s *Store) runTx(w *Watch, fn func(tx *Store)) (ran, wrote bool, err error)
 		}
 	}()
 	now := s.nowMs()
+	if at != nil {
+		now = at.nowMs
+	}
 	if w != nil {
 		broken, err := s.watchBroken(w, now)
 		if err != nil || broken {
@@ -89,6 +94,11 @@ func (s *Store) runTx(w *Watch, fn func(tx *Store)) (ran, wrote bool, err error)
 	t := &txn{b: s.db.NewIndexedBatch(), now: now}
 	defer t.b.Close()
 	fn(&Store{keyspace: s.keyspace, tx: t})
+	if at != nil {
+		if err := at.record(t.b); err != nil {
+			return true, false, err
+		}
+	}
 	err = t.commit(s)
 	return true, t.wrote, err
 }

@@ -96,6 +96,7 @@ type Manager struct {
 	waiters int
 	stats   Stats
 	closed  bool
+	paused  bool          // by Pause, until Resume: every call is refused
 	doneCh  chan struct{} // closed at birth: the Done of tickets answered at once
 
 	observer Observer
@@ -171,30 +172,7 @@ func (m *Manager) Close() {
 		return
 	}
 	m.closed = true
-	if m.timer != nil {
-		m.timer.Stop()
-		m.timer = nil
-	}
-	for _, ln := range m.lines {
-		for r := ln.head; r != nil; r = r.rare.next {
-			if w := r.rare.waiter; w != nil {
-				w.finish(Grant{}, ErrClosed)
-			}
-		}
-	}
-	for e := range m.heldInProcess {
-		e.finish(ErrClosed) // the lease ends with the store (LOCK-13)
-	}
-	clear(m.heldInProcess)
-	m.keys.clear()
-	clear(m.lines)
-	m.order.clear()
-	m.leases.clear()
-	m.reqs.clear()
-	m.events.clear()
-	m.contested = nil
-	m.slab = slab{}
-	m.waiters = 0
+	m.dropAll(ErrClosed)
 }
 
 // hashName is where the keys and reqs tables file a name or a reqid as kept.
@@ -260,7 +238,7 @@ func (m *Manager) prefixTaken(id leaseID) bool {
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.closed {
+	if !m.closed && !m.paused {
 		now := m.now()
 		m.advance(now)
 		m.arm(now)
@@ -279,7 +257,7 @@ func (m *Manager) Stats() Stats {
 // closed. The caller defers finish(now).
 func (m *Manager) begin() (now instant, ok bool) {
 	m.mu.Lock()
-	if m.closed {
+	if m.closed || m.paused {
 		m.mu.Unlock()
 		return 0, false
 	}

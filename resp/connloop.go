@@ -44,6 +44,9 @@ type conn struct {
 	// server's, or during EXEC the transaction's view of it.
 	store *kv.Store
 	tx    txState // MULTI, WATCH and EXEC (transactions.go)
+	// applying: the connection runs an entry of a cluster's log on this
+	// node (Server.ApplyEntry), past the routing that sent it there.
+	applying bool
 
 	// ctx is a request's run in process (Server.Do), nil on a socket: a
 	// blocking command waits until it ends instead of watching nc.

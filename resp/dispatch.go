@@ -46,6 +46,9 @@ func (c *conn) dispatch(args [][]byte) *command {
 		c.out.Status("QUEUED")
 	default:
 		c.lastCmd.Store(cmd)
+		if c.srv.cluster != nil && !c.applying && c.route(cmd, args) {
+			break // resp/cluster.go: redirected, or through the log
+		}
 		cmd.Handler(c, args)
 	}
 	return cmd

@@ -184,6 +184,9 @@ func (s *Server) infoStats() [][2]string {
 }
 
 func (s *Server) infoReplication() [][2]string {
+	if s.cluster != nil {
+		return s.clusterReplication()
+	}
 	return [][2]string{
 		{"role", "master"},
 		{"connected_slaves", "0"},

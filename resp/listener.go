@@ -48,6 +48,9 @@ type Backends struct {
 	Store   *kv.Store
 	Locks   *lockmod.Manager
 	Metrics *Metrics
+	// Cluster, in a cluster, is this node's (resp/cluster.go); nil for a
+	// single server.
+	Cluster Cluster
 }
 
 // Server is tenure's RESP server: the listener, the connections, the
@@ -58,9 +61,11 @@ type Server struct {
 	table map[string]*command
 	store *kv.Store
 	locks *lockmod.Manager
-	users *Users
-	start time.Time
-	runID string // INFO's run_id, new at each open
+	// cluster is nil for a single server (resp/cluster.go).
+	cluster Cluster
+	users   *Users
+	start   time.Time
+	runID   string // INFO's run_id, new at each open
 	// maxClients is --max-clients, changed by CONFIG SET maxclients.
 	maxClients atomic.Int64
 
@@ -112,6 +117,7 @@ func New(cfg Config, b Backends) *Server {
 		table:   commandTable(),
 		store:   b.Store,
 		locks:   b.Locks,
+		cluster: b.Cluster,
 		users:   cfg.Users,
 		start:   time.Now(),
 		runID:   newRunID(),

@@ -61,6 +61,8 @@ func (c *conn) lockError(err error) {
 		c.out.Error("LOST", lost.Reason)
 	case errors.Is(err, lockmod.ErrSuperseded), errors.Is(err, lockmod.ErrReqIDInUse), errors.Is(err, lockmod.ErrHeldInProcess):
 		c.out.Err(err.Error())
+	case errors.Is(err, lockmod.ErrNoEpoch):
+		c.out.Error("TRYAGAIN", "this node stopped leading: its leases ended with its epoch")
 	case errors.Is(err, lockmod.ErrClosed):
 		c.out.Err("server is shutting down")
 	default:

@@ -190,6 +190,19 @@ func commandTable() map[string]*command {
 	add("lastsave", 1, RoleRead, FlagFast, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
 		docs("1.0.0", "O(1)"))
 
+	// cluster: resp/clustercmds.go (SPEC §10)
+	add("role", 1, RoleRead, FlagFast, cmdRole, "Returns the replication role.", docs("2.8.12", "O(1)"))
+	cluster := add("cluster", -2, RoleRead, 0, nil, "A container for Redis Cluster commands.")
+	sub(cluster, "info", 2, RoleRead, 0, clusterOnly(cmdClusterInfo), "Returns information about the state of a node.")
+	sub(cluster, "slots", 2, RoleRead, 0, clusterOnly(cmdClusterSlots), "Returns the mapping of cluster slots to nodes.")
+	sub(cluster, "shards", 2, RoleRead, 0, clusterOnly(cmdClusterShards), "Returns the mapping of cluster slots to shards.")
+	sub(cluster, "nodes", 2, RoleRead, 0, clusterOnly(cmdClusterNodes), "Returns the cluster configuration for a node.")
+	sub(cluster, "myid", 2, RoleRead, 0, clusterOnly(cmdClusterMyID), "Returns the ID of a node.")
+	sub(cluster, "keyslot", 3, RoleRead, 0, clusterOnly(cmdClusterKeySlot), "Returns the hash slot for a key.")
+	sub(cluster, "meet", -4, RoleAdmin, 0, clusterOnly(cmdClusterMeet), "Adds the node at host port to the cluster as a voter.")
+	sub(cluster, "forget", 3, RoleAdmin, 0, clusterOnly(cmdClusterForget), "Removes a node from the cluster.")
+	sub(cluster, "help", 2, RoleRead, 0, cmdClusterHelp, "Returns helpful text about the different subcommands.")
+
 	// strings: resp/strings.go
 	group = "string"
 	add("get", 2, RoleRead, FlagFast, cmdGet, "Returns the string value of a key.", keys(1, 1, 1))

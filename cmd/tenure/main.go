@@ -40,6 +40,9 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	if opts.Cluster != nil && opts.Cluster.Peers != nil {
+		f.addr = opts.Cluster.Addr // --peers says where this node listens
+	}
 	if err := serve(f.dir, opts, f.addr, f.metrics); err != nil {
 		return fail(err)
 	}
@@ -55,6 +58,8 @@ type flags struct {
 	logLevel, logFormat         string
 	metrics                     string
 	tlsCert, tlsKey, tlsCA      string
+	cluster                     clusterFlags // cluster.go
+	addrSet                     bool         // --addr was given
 }
 
 // parseFlags reads args. A bad flag is one line of error (SPEC §9); only -h
@@ -74,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (f flags, code int, ok bool) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this PEM certificate `file` (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
 	fs.StringVar(&f.tlsCA, "tls-client-ca", "", "require client certificates signed by the CAs in this PEM `file`")
+	f.cluster.define(fs)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -84,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (f flags, code int, ok bool) {
 		fmt.Fprintf(stderr, "tenure: %v\n", err)
 		return f, 2, false
 	}
+	fs.Visit(func(fl *flag.Flag) { f.addrSet = f.addrSet || fl.Name == "addr" })
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tenure: %v\n", fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 		return f, 1, false
@@ -121,6 +128,10 @@ func (f flags) options(stderr io.Writer) (tenure.Options, error) {
 	if err != nil {
 		return tenure.Options{}, err
 	}
+	clusterOpts, err := f.clusterOptions(users != nil)
+	if err != nil {
+		return tenure.Options{}, err
+	}
 	if users == nil && !f.insecure && !isLoopback(f.addr) {
 		return tenure.Options{}, fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", f.addr)
 	}
@@ -141,6 +152,7 @@ func (f flags) options(stderr io.Writer) (tenure.Options, error) {
 		Users:      users,
 		LogLevel:   level,
 		TLS:        tlsConfig,
+		Cluster:    clusterOpts,
 	}, nil
 }
 

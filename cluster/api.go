@@ -1,0 +1,228 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/tenure-db/tenure/resp"
+)
+
+// What resp asks of a Node (resp.Cluster).
+
+var _ resp.Cluster = (*Node)(nil)
+
+// Leader is the leader's client address ("" while none is known) and
+// whether it is this node.
+func (n *Node) Leader() (string, bool) {
+	if n.raft.State() == raft.Leader {
+		return n.cfg.Addr, true
+	}
+	addr, _ := n.raft.LeaderWithID()
+	return string(addr), false
+}
+
+// LocksReady reports whether this node leads with its epoch applied.
+func (n *Node) LocksReady() bool { return n.ready.Load() && n.raft.State() == raft.Leader }
+
+// Propose replicates e (see resp.Cluster).
+func (n *Node) Propose(ctx context.Context, e resp.Entry, check func() (bool, error)) (any, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, resp.ErrNotLeader
+	}
+	data := encodeCommands(e)
+	n.proposeMu.Lock()
+	if check != nil {
+		if err := n.raft.Barrier(applyTimeout).Error(); err != nil {
+			n.proposeMu.Unlock()
+			return nil, proposeError(err)
+		}
+		ok, err := check()
+		if err != nil || !ok {
+			n.proposeMu.Unlock()
+			return nil, err
+		}
+	}
+	f := n.raft.Apply(data, applyTimeout)
+	n.proposeMu.Unlock()
+	if err := f.Error(); err != nil {
+		return nil, proposeError(err)
+	}
+	switch r := f.Response().(type) {
+	case error:
+		return nil, r
+	case nil:
+		return nil, errors.New("entry skipped as applied before")
+	default:
+		return r, nil
+	}
+}
+
+// proposeError tells a write that never reached the log (this node does
+// not lead: the client may go to the one that does) from one whose fate
+// is unknown.
+func proposeError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		return resp.ErrNotLeader
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return errors.New("leadership lost while the write was replicated: it may or may not be applied")
+	}
+	return err
+}
+
+// ReadBarrier confirms that this node leads (a round of heartbeats to a
+// majority) and waits until it has applied what was committed when the
+// read came in, which includes this term's epoch entry, so no write
+// acknowledged before is missed (SPEC §10: linearizable reads).
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	if n.raft.State() != raft.Leader {
+		return resp.ErrNotLeader
+	}
+	commit := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return proposeError(err)
+	}
+	deadline := time.NewTimer(applyTimeout)
+	defer deadline.Stop()
+	for !n.ready.Load() || n.raft.AppliedIndex() < commit {
+		select {
+		case <-n.fsm.changed():
+		case <-time.After(2 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return errors.New("timed out waiting for the leader to apply its log")
+		}
+		if n.raft.State() != raft.Leader {
+			return resp.ErrNotLeader
+		}
+	}
+	return nil
+}
+
+// Status is this node's view of the cluster.
+func (n *Node) Status() resp.ClusterStatus {
+	st := resp.ClusterStatus{
+		Self:         n.cfg.NodeID,
+		Role:         strings.ToLower(n.raft.State().String()),
+		Term:         n.raft.CurrentTerm(),
+		Epoch:        n.cfg.Store.Epoch(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.fsm.applied.Load(),
+		LastIndex:    n.raft.LastIndex(),
+	}
+	leaderAddr, leaderID := n.raft.LeaderWithID()
+	if leaderID != "" {
+		st.Leader = resp.ClusterNode{ID: string(leaderID), Addr: string(leaderAddr), Applied: -1}
+	}
+	leading := n.raft.State() == raft.Leader
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			node := resp.ClusterNode{ID: string(s.ID), Addr: string(s.Address), Applied: -1}
+			switch {
+			case node.ID == n.cfg.NodeID:
+				node.Applied = int64(st.AppliedIndex)
+			case leading:
+				if v, ok := n.peerApplied.Load(node.ID); ok {
+					node.Applied = v.(int64)
+				}
+			}
+			if node.ID == st.Leader.ID {
+				st.Leader.Applied = node.Applied
+			}
+			st.Nodes = append(st.Nodes, node)
+		}
+	}
+	slices.SortFunc(st.Nodes, func(a, b resp.ClusterNode) int { return strings.Compare(a.ID, b.ID) })
+	return st
+}
+
+// Applies counts the entries this node applied since it started, those
+// its keyspace already held not counted (tests: nothing is applied twice).
+func (n *Node) Applies() int64 { return n.fsm.applies.Load() }
+
+// AppliedIndex is the index of the last entry this node applied.
+func (n *Node) AppliedIndex() uint64 { return n.fsm.applied.Load() }
+
+// PeersRefused counts peer connections refused for a wrong key.
+func (n *Node) PeersRefused() int64 { return n.peersRefused.Load() }
+
+// pollEvery is how often the leader reads its peers' applied indices,
+// for INFO's lag and CLUSTER SHARDS' health.
+const pollEvery = time.Second
+
+func (n *Node) pollPeers() {
+	defer n.wg.Done()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if n.raft.State() != raft.Leader {
+			continue
+		}
+		f := n.raft.GetConfiguration()
+		if f.Error() != nil {
+			continue
+		}
+		for _, s := range f.Configuration().Servers {
+			if string(s.ID) == n.cfg.NodeID {
+				continue
+			}
+			idx, err := peerApplied(string(s.Address), n.cfg.Key, 300*time.Millisecond)
+			if err != nil {
+				n.peerApplied.Store(string(s.ID), int64(-1))
+				continue
+			}
+			n.peerApplied.Store(string(s.ID), int64(idx))
+		}
+	}
+}
+
+// Meet adds the node listening at addr as a voter. It asks the node its
+// id first, over the peer handshake: an address nobody answers at, or
+// that is not a tenure node with this cluster's key, changes nothing.
+func (n *Node) Meet(ctx context.Context, addr string) error {
+	if n.raft.State() != raft.Leader {
+		return resp.ErrNotLeader
+	}
+	id, err := peerID(addr, n.cfg.Key, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("meet %s: %w", addr, err)
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id && string(s.Address) != addr {
+			return fmt.Errorf("meet %s: node id %s is already a member, at %s", addr, id, s.Address)
+		}
+	}
+	return proposeError(n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, applyTimeout).Error())
+}
+
+// Forget removes the node id from the voters.
+func (n *Node) Forget(ctx context.Context, id string) error {
+	if n.raft.State() != raft.Leader {
+		return resp.ErrNotLeader
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	known := slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return string(s.ID) == id })
+	if !known {
+		return fmt.Errorf("Unknown node %s", id)
+	}
+	return proposeError(n.raft.RemoveServer(raft.ServerID(id), 0, applyTimeout).Error())
+}

@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/tenure-db/tenure/resp"
+)
+
+// The entries of the log. Each opens with its kind and the leader's clock
+// (Unix ms) when it was proposed; every node applies it at that instant.
+const (
+	kindCommands byte = 1 // one command, or a transaction's queue: resp.Entry
+	kindEpoch    byte = 2 // the next epoch (LOCK-14)
+	kindSweep    byte = 3 // delete up to n keys expired at the entry's instant
+)
+
+// entry is an entry decoded.
+type entry struct {
+	kind  byte
+	nowMs int64
+	cmd   resp.Entry // kindCommands
+	limit int        // kindSweep
+}
+
+var errBadEntry = errors.New("cluster: malformed log entry")
+
+func encodeCommands(e resp.Entry) []byte {
+	b := []byte{kindCommands}
+	b = binary.AppendVarint(b, e.NowMs)
+	flags := byte(e.Proto)
+	if e.Exec {
+		flags |= 0x80
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(len(e.Cmds)))
+	for _, args := range e.Cmds {
+		b = binary.AppendUvarint(b, uint64(len(args)))
+		for _, a := range args {
+			b = binary.AppendUvarint(b, uint64(len(a)))
+			b = append(b, a...)
+		}
+	}
+	return b
+}
+
+func encodeEpoch(nowMs int64) []byte {
+	return binary.AppendVarint([]byte{kindEpoch}, nowMs)
+}
+
+func encodeSweep(nowMs int64, limit int) []byte {
+	b := binary.AppendVarint([]byte{kindSweep}, nowMs)
+	return binary.AppendUvarint(b, uint64(limit))
+}
+
+func decodeEntry(b []byte) (entry, error) {
+	d := decoder{b: b}
+	var e entry
+	e.kind = d.byte()
+	e.nowMs = d.varint()
+	switch e.kind {
+	case kindCommands:
+		flags := d.byte()
+		e.cmd = resp.Entry{NowMs: e.nowMs, Proto: int(flags & 0x7f), Exec: flags&0x80 != 0}
+		n := d.uvarint()
+		for i := uint64(0); i < n && d.ok(); i++ {
+			argc := d.uvarint()
+			if argc == 0 || argc > uint64(len(d.b)) {
+				return entry{}, errBadEntry
+			}
+			args := make([][]byte, argc)
+			for j := range args {
+				args[j] = d.bytes(d.uvarint())
+			}
+			e.cmd.Cmds = append(e.cmd.Cmds, args)
+		}
+	case kindEpoch:
+	case kindSweep:
+		e.limit = int(d.uvarint())
+	default:
+		return entry{}, errBadEntry
+	}
+	if !d.ok() || len(d.b) != 0 {
+		return entry{}, errBadEntry
+	}
+	return e, nil
+}
+
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) ok() bool { return !d.bad }
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.bad = true
+		return 0
+	}
+	x := d.b[0]
+	d.b = d.b[1:]
+	return x
+}
+
+func (d *decoder) varint() int64 {
+	x, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *decoder) uvarint() uint64 {
+	x, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *decoder) bytes(n uint64) []byte {
+	if d.bad || n > uint64(len(d.b)) {
+		d.bad = true
+		return nil
+	}
+	x := d.b[:n:n]
+	d.b = d.b[n:]
+	return x
+}

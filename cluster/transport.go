@@ -1,0 +1,301 @@
+package cluster
+
+import (
+	"bufio"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// One port per node (SPEC §10): the client listener is shared. A peer's
+// connection opens with peerMagic, whose first byte no RESP client sends
+// (a request starts with '*' or an inline command's text); then the
+// accepting side sends a random challenge and the dialing side answers
+// HMAC-SHA256(cluster key, challenge) and the operation it wants. Only a
+// peer that proves the key reaches Raft; a refused one is logged and
+// closed. Every other connection goes to the RESP server with its first
+// byte given back, so a client that sends Raft's own bytes meets RESP's
+// protocol error, never Raft.
+//
+// The key proves a peer, it does not encrypt: Raft's traffic is in clear
+// text on the wire, as on a Redis replica link without TLS.
+
+const (
+	peerMagic      = "\xfetenure-peer/1\n"
+	challengeLen   = 32
+	handshakeLimit = 5 * time.Second
+
+	opRaft   byte = 'R' // the rest of the connection is Raft's transport
+	opStatus byte = 'S' // the acceptor writes its applied index and closes
+	opID     byte = 'I' // the acceptor writes its node id and closes
+)
+
+var errRefused = errors.New("refused by the peer: wrong cluster key")
+
+// prefixConn gives back the bytes read to tell a client from a peer.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// mux splits one listener between the RESP server (Accept) and Raft
+// (raftLayer).
+type mux struct {
+	ln      net.Listener
+	node    *Node
+	clients chan net.Conn
+	done    chan struct{} // closed when ln's accept loop ended
+	once    sync.Once
+}
+
+func newMux(ln net.Listener, n *Node) *mux {
+	m := &mux{ln: ln, node: n, clients: make(chan net.Conn), done: make(chan struct{})}
+	go m.run()
+	return m
+}
+
+func (m *mux) run() {
+	defer close(m.done)
+	var delay time.Duration
+	for {
+		nc, err := m.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			m.node.log.Warn("cluster: accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		go m.classify(nc)
+	}
+}
+
+// classify reads a connection's first byte: a peer's is peerMagic's.
+func (m *mux) classify(nc net.Conn) {
+	br := bufio.NewReaderSize(nc, len(peerMagic))
+	first, err := br.Peek(1)
+	if err != nil {
+		nc.Close()
+		return
+	}
+	if first[0] != peerMagic[0] {
+		select {
+		case m.clients <- &prefixConn{Conn: nc, r: br}:
+		case <-m.done:
+			nc.Close()
+		}
+		return
+	}
+	m.node.acceptPeer(nc, br)
+}
+
+// Accept is the RESP server's: every connection that is not a peer's.
+func (m *mux) Accept() (net.Conn, error) {
+	select {
+	case c := <-m.clients:
+		return c, nil
+	case <-m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (m *mux) Close() error {
+	var err error
+	m.once.Do(func() { err = m.ln.Close() })
+	return err
+}
+
+func (m *mux) Addr() net.Addr { return m.ln.Addr() }
+
+// acceptPeer runs the accepting side of the handshake and hands the
+// connection to its operation.
+func (n *Node) acceptPeer(nc net.Conn, br *bufio.Reader) {
+	nc.SetDeadline(time.Now().Add(handshakeLimit))
+	refuse := func(why string) {
+		n.peersRefused.Add(1)
+		n.log.Warn("cluster: refused a peer connection", "from", nc.RemoteAddr().String(), "reason", why)
+		nc.Close()
+	}
+	magic := make([]byte, len(peerMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != peerMagic {
+		refuse("bad preamble")
+		return
+	}
+	challenge := make([]byte, challengeLen)
+	rand.Read(challenge)
+	if _, err := nc.Write(challenge); err != nil {
+		nc.Close()
+		return
+	}
+	answer := make([]byte, sha256.Size+1)
+	if _, err := io.ReadFull(br, answer); err != nil {
+		refuse("no answer to the challenge")
+		return
+	}
+	if !hmac.Equal(answer[:sha256.Size], proof(n.cfg.Key, challenge)) {
+		nc.Write([]byte{'-'})
+		refuse("wrong cluster key")
+		return
+	}
+	if _, err := nc.Write([]byte{'+'}); err != nil {
+		nc.Close()
+		return
+	}
+	nc.SetDeadline(time.Time{})
+	conn := &prefixConn{Conn: nc, r: br}
+	switch answer[sha256.Size] {
+	case opRaft:
+		select {
+		case n.layer.conns <- conn:
+		case <-n.layer.closed:
+			nc.Close()
+		}
+	case opStatus:
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], n.fsm.applied.Load())
+		nc.Write(b[:])
+		nc.Close()
+	case opID:
+		nc.Write([]byte(n.cfg.NodeID))
+		nc.Close()
+	default:
+		refuse("unknown operation")
+	}
+}
+
+func proof(key, challenge []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write(challenge)
+	return h.Sum(nil)
+}
+
+// dialPeer connects to the node at addr and asks for op.
+func dialPeer(addr string, key []byte, op byte, timeout time.Duration) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	nc.SetDeadline(time.Now().Add(min(timeout, handshakeLimit)))
+	fail := func(err error) (net.Conn, error) {
+		nc.Close()
+		return nil, fmt.Errorf("peer %s: %w", addr, err)
+	}
+	if _, err := io.WriteString(nc, peerMagic); err != nil {
+		return fail(err)
+	}
+	challenge := make([]byte, challengeLen)
+	if _, err := io.ReadFull(nc, challenge); err != nil {
+		return fail(fmt.Errorf("no challenge (is it a tenure cluster node?): %w", err))
+	}
+	if _, err := nc.Write(append(proof(key, challenge), op)); err != nil {
+		return fail(err)
+	}
+	var verdict [1]byte
+	if _, err := io.ReadFull(nc, verdict[:]); err != nil || verdict[0] != '+' {
+		return fail(errRefused)
+	}
+	nc.SetDeadline(time.Time{})
+	return nc, nil
+}
+
+// peerID asks the node at addr for its node id (CLUSTER MEET).
+func peerID(addr string, key []byte, timeout time.Duration) (string, error) {
+	nc, err := dialPeer(addr, key, opID, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer nc.Close()
+	nc.SetReadDeadline(time.Now().Add(timeout))
+	b, err := io.ReadAll(io.LimitReader(nc, 256))
+	if err != nil || len(b) == 0 {
+		return "", fmt.Errorf("peer %s: no node id: %v", addr, err)
+	}
+	return string(b), nil
+}
+
+// peerApplied asks the node at addr for its applied index.
+func peerApplied(addr string, key []byte, timeout time.Duration) (uint64, error) {
+	nc, err := dialPeer(addr, key, opStatus, timeout)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	nc.SetReadDeadline(time.Now().Add(timeout))
+	var b [8]byte
+	if _, err := io.ReadFull(nc, b[:]); err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(b[:]), nil
+}
+
+// raftLayer is Raft's StreamLayer: it accepts the peers the muxes let in,
+// and dials with the handshake.
+type raftLayer struct {
+	addr   raftAddr
+	key    []byte
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+type raftAddr string
+
+func (a raftAddr) Network() string { return "tcp" }
+func (a raftAddr) String() string  { return string(a) }
+
+func newRaftLayer(addr string, key []byte) *raftLayer {
+	return &raftLayer{addr: raftAddr(addr), key: key, conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *raftLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *raftLayer) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+// Addr is this node's address as --peers names it: what Raft tells the
+// others to reach it at.
+func (l *raftLayer) Addr() net.Addr { return l.addr }
+
+func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return dialPeer(string(address), l.key, opRaft, timeout)
+}
+
+// hclogWriter carries Raft's log lines (hclog text) into slog.
+type hclogWriter struct{ log *slog.Logger }
+
+func (w hclogWriter) Write(p []byte) (int, error) {
+	line := string(p)
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	w.log.Info(line, "component", "raft")
+	return len(p), nil
+}
