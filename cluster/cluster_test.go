@@ -61,7 +61,7 @@ func TestClusterElectsReplicatesAndRedirects(t *testing.T) {
 	if err != nil || !strings.Contains(info, "cluster_state:ok") {
 		t.Errorf("CLUSTER INFO: %q %v", info, err)
 	}
-	slots, err := tc.client((l+1)%3).ClusterSlots(ctx).Result()
+	slots, err := tc.client((l + 1) % 3).ClusterSlots(ctx).Result()
 	if err != nil || len(slots) != 1 || slots[0].Start != 0 || slots[0].End != 16383 || slots[0].Nodes[0].Addr != tc.nodes[l].addr || len(slots[0].Nodes) != 3 {
 		t.Errorf("CLUSTER SLOTS on a follower: %+v %v", slots, err)
 	}
