@@ -12,6 +12,7 @@
 package tenure
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -97,6 +98,11 @@ func Open(dir string, o Options) (*DB, error) {
 		o.Clock = lockmod.SystemClock()
 	}
 	limits := o.Limits.WithDefaults()
+	if o.Cluster == nil && o.FS == nil {
+		if id, err := cluster.NodeOf(dir); err != nil || id != "" {
+			return nil, cmp.Or(err, fmt.Errorf("%s belongs to cluster node %s: start it with --node-id %s", dir, id, id))
+		}
+	}
 	store, err := kv.Open(dir, kv.Options{
 		FS:          o.FS,
 		Fsync:       o.Fsync,

@@ -120,3 +120,22 @@ func writeSynced(path string, b []byte) error {
 	}
 	return f.Close()
 }
+
+// NodeOf is the node id the data directory dir belongs to as a cluster
+// node, "" for a single server's directory (or a new one): a single
+// server must not open a cluster node's keyspace, which only its log may
+// change.
+func NodeOf(dir string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "raft", identityFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var have identity
+	if err := json.Unmarshal(raw, &have); err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Join(dir, "raft", identityFile), err)
+	}
+	return have.NodeID, nil
+}
