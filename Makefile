@@ -6,13 +6,25 @@
 GO       ?= go
 FUZZTIME ?= 30s
 
-.PHONY: build run test test-rust test-python test-ts vet fuzz torture clean
+.PHONY: build run cluster test test-rust test-python test-ts vet fuzz torture clean
 
 build:
 	$(GO) build -o bin/tenure ./cmd/tenure
 
 run: build
 	./bin/tenure --addr 127.0.0.1:6379 --dir ./data
+
+# Three nodes of a cluster on loopback (SPEC §10, docs/cluster.md), their
+# data in ./data/n1 … ./data/n3; Ctrl-C stops all three. Clients follow
+# the leader as a Redis Cluster's: redis-cli -c -p 7001.
+CLUSTER_PEERS ?= n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003
+cluster: build
+	@mkdir -p data
+	@trap 'kill $$(jobs -p) 2>/dev/null; wait' INT TERM; \
+	for i in 1 2 3; do \
+		./bin/tenure --node-id n$$i --peers $(CLUSTER_PEERS) --dir ./data/n$$i & \
+	done; \
+	wait
 
 # vet, then every test with the race detector; the fuzz targets run their
 # seed corpora (testdata/fuzz) as ordinary tests.

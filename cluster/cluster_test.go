@@ -31,6 +31,14 @@ func TestClusterElectsReplicatesAndRedirects(t *testing.T) {
 	if v, err := leader.Get(ctx, "greeting").Result(); err != nil || v != "hello" {
 		t.Fatalf("GET on the leader: %q %v", v, err)
 	}
+	// In process (SPEC §11) the leader's DB.Do goes through the log too.
+	db := tc.nodes[l].db
+	if v, err := db.Do(ctx, "INCRBY", "{greeting}n", 2).Int(); err != nil || v != 3 {
+		t.Fatalf("DB.Do INCRBY on the leader: %v %v", v, err)
+	}
+	if err := tc.nodes[(l+1)%3].db.Do(ctx, "GET", "greeting").Err(); err == nil || !strings.HasPrefix(err.Error(), "MOVED ") {
+		t.Fatalf("DB.Do GET on a follower: %v, want MOVED", err)
+	}
 	tc.caughtUp(l)
 	for i, n := range tc.nodes {
 		if got := tc.infoField(i, "keyspace", "db0"); !strings.HasPrefix(got, "keys=2,") {

@@ -129,3 +129,23 @@ func TestSnapshotRestoreReplacesTheKeyspace(t *testing.T) {
 		t.Fatal("restore of garbage: no error")
 	}
 }
+
+// A read on a replica reports an expired key missing but deletes nothing:
+// only the log's entries do, at their own instants.
+func TestReplicaReadsDeleteNothing(t *testing.T) {
+	ts := openTest(t, func(o *Options) { o.Replica = true })
+	at := ts.clock.ms(0)
+	ts.ApplyAt(1, at, false, func(tx *Store) {
+		tx.Set([]byte("k"), []byte("5"), SetOptions{Expiry: Expiry{Mode: ExpiryAt, At: at + 1000}})
+	})
+	ts.clock.Advance(time.Hour)
+	ts.mustMissing("k")
+	// An entry proposed before the deadline still finds the key.
+	var n int64
+	if _, err := ts.ApplyAt(2, at+500, false, func(tx *Store) { n, _ = tx.IncrBy([]byte("k"), 1) }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 6 {
+		t.Fatalf("INCR at the entry's instant: %d, want 6", n)
+	}
+}
