@@ -242,6 +242,15 @@ func cmdRole(c *conn, args [][]byte) {
 	c.out.Int(int64(st.AppliedIndex))
 }
 
+// infoCluster is INFO's # Cluster section, which Redis Cluster clients
+// (redis-py's RedisCluster) read to know a node is in cluster mode.
+func (s *Server) infoCluster() [][2]string {
+	if s.cluster == nil {
+		return [][2]string{{"cluster_enabled", "0"}}
+	}
+	return [][2]string{{"cluster_enabled", "1"}}
+}
+
 // clusterReplication is INFO's # Replication section in a cluster: this
 // node's role and indices, its leader, and every voter with its lag.
 func (s *Server) clusterReplication() [][2]string {

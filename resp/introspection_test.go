@@ -226,7 +226,7 @@ func TestInfoFields(t *testing.T) {
 	c.Do(bg, "NOSUCH")
 	c.Set(bg, "k", "v", 0)
 	info := read()
-	if got := strings.Join(sections, ","); got != "Server,Clients,Memory,Persistence,Stats,Replication,CPU,Commandstats,Keyspace,Locks" {
+	if got := strings.Join(sections, ","); got != "Server,Clients,Memory,Persistence,Stats,Replication,CPU,Commandstats,Cluster,Keyspace,Locks" || info["cluster_enabled"] != "0" {
 		t.Errorf("sections %s", got)
 	}
 	for _, f := range []string{"redis_version", "redis_mode", "os", "process_id", "run_id", "tcp_port",
