@@ -19,11 +19,14 @@ import (
 
 // One port per node (SPEC §10): the client listener is shared. A peer's
 // connection opens with peerMagic, whose first byte no RESP client sends
-// (a request starts with '*' or an inline command's text); then the
-// accepting side sends a random challenge and the dialing side answers
-// HMAC-SHA256(cluster key, challenge) and the operation it wants. Only a
-// peer that proves the key reaches Raft; a refused one is logged and
-// closed. Every other connection goes to the RESP server with its first
+// (a request starts with '*' or an inline command's text), and a random
+// challenge; the accepting side answers HMAC-SHA256(cluster key,
+// "acceptor" + that challenge) and a challenge of its own, which the
+// dialing side answers likewise ("dialer" + it) with the operation it
+// wants. Each side proves the key to the other, so neither a client nor a
+// stranger at a peer's address can take part in Raft (a fake follower
+// could otherwise acknowledge entries it never stored). Only a peer that
+// proves the key reaches Raft; a refused one is logged and closed. Every other connection goes to the RESP server with its first
 // byte given back, so a client that sends Raft's own bytes meets RESP's
 // protocol error, never Raft.
 //
@@ -58,16 +61,27 @@ type mux struct {
 	clients chan net.Conn
 	done    chan struct{} // closed when ln's accept loop ended
 	once    sync.Once
+
+	mu      sync.Mutex
+	pending map[net.Conn]struct{} // accepted, first byte not read yet
 }
 
 func newMux(ln net.Listener, n *Node) *mux {
-	m := &mux{ln: ln, node: n, clients: make(chan net.Conn), done: make(chan struct{})}
+	m := &mux{ln: ln, node: n, clients: make(chan net.Conn), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
 	go m.run()
 	return m
 }
 
 func (m *mux) run() {
-	defer close(m.done)
+	defer func() {
+		close(m.done)
+		// A connection that never sent a byte is nobody's yet: close it.
+		m.mu.Lock()
+		for nc := range m.pending {
+			nc.Close()
+		}
+		m.mu.Unlock()
+	}()
 	var delay time.Duration
 	for {
 		nc, err := m.ln.Accept()
@@ -91,8 +105,21 @@ func (m *mux) run() {
 
 // classify reads a connection's first byte: a peer's is peerMagic's.
 func (m *mux) classify(nc net.Conn) {
-	br := bufio.NewReaderSize(nc, len(peerMagic))
+	m.mu.Lock()
+	select {
+	case <-m.done:
+		m.mu.Unlock()
+		nc.Close()
+		return
+	default:
+	}
+	m.pending[nc] = struct{}{}
+	m.mu.Unlock()
+	br := bufio.NewReaderSize(nc, len(peerMagic)+challengeLen)
 	first, err := br.Peek(1)
+	m.mu.Lock()
+	delete(m.pending, nc)
+	m.mu.Unlock()
 	if err != nil {
 		nc.Close()
 		return
@@ -135,14 +162,14 @@ func (n *Node) acceptPeer(nc net.Conn, br *bufio.Reader) {
 		n.log.Warn("cluster: refused a peer connection", "from", nc.RemoteAddr().String(), "reason", why)
 		nc.Close()
 	}
-	magic := make([]byte, len(peerMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != peerMagic {
+	hello := make([]byte, len(peerMagic)+challengeLen)
+	if _, err := io.ReadFull(br, hello); err != nil || string(hello[:len(peerMagic)]) != peerMagic {
 		refuse("bad preamble")
 		return
 	}
 	challenge := make([]byte, challengeLen)
 	rand.Read(challenge)
-	if _, err := nc.Write(challenge); err != nil {
+	if _, err := nc.Write(append(proof(n.cfg.Key, sideAcceptor, hello[len(peerMagic):]), challenge...)); err != nil {
 		nc.Close()
 		return
 	}
@@ -151,7 +178,7 @@ func (n *Node) acceptPeer(nc net.Conn, br *bufio.Reader) {
 		refuse("no answer to the challenge")
 		return
 	}
-	if !hmac.Equal(answer[:sha256.Size], proof(n.cfg.Key, challenge)) {
+	if !hmac.Equal(answer[:sha256.Size], proof(n.cfg.Key, sideDialer, challenge)) {
 		nc.Write([]byte{'-'})
 		refuse("wrong cluster key")
 		return
@@ -182,8 +209,16 @@ func (n *Node) acceptPeer(nc net.Conn, br *bufio.Reader) {
 	}
 }
 
-func proof(key, challenge []byte) []byte {
+// The sides of the handshake, in what each proves: an answer of one side
+// can never be replayed as the other's.
+const (
+	sideAcceptor = "acceptor"
+	sideDialer   = "dialer"
+)
+
+func proof(key []byte, side string, challenge []byte) []byte {
 	h := hmac.New(sha256.New, key)
+	h.Write([]byte(side))
 	h.Write(challenge)
 	return h.Sum(nil)
 }
@@ -199,15 +234,23 @@ func dialPeer(addr string, key []byte, op byte, timeout time.Duration) (net.Conn
 		nc.Close()
 		return nil, fmt.Errorf("peer %s: %w", addr, err)
 	}
-	if _, err := io.WriteString(nc, peerMagic); err != nil {
+	mine := make([]byte, challengeLen)
+	rand.Read(mine)
+	if _, err := nc.Write(append([]byte(peerMagic), mine...)); err != nil {
 		return fail(err)
 	}
-	challenge := make([]byte, challengeLen)
-	if _, err := io.ReadFull(nc, challenge); err != nil {
-		return fail(fmt.Errorf("no challenge (is it a tenure cluster node?): %w", err))
+	reply := make([]byte, sha256.Size+challengeLen)
+	if _, err := io.ReadFull(nc, reply); err != nil {
+		return fail(fmt.Errorf("no answer (is it a tenure cluster node?): %w", err))
 	}
-	if _, err := nc.Write(append(proof(key, challenge), op)); err != nil {
-		return fail(err)
+	// The answer goes out either way, so that an acceptor with another key
+	// logs why it refuses this dialer too.
+	_, werr := nc.Write(append(proof(key, sideDialer, reply[sha256.Size:]), op))
+	if !hmac.Equal(reply[:sha256.Size], proof(key, sideAcceptor, mine)) {
+		return fail(errors.New("it does not hold this cluster's key"))
+	}
+	if werr != nil {
+		return fail(werr)
 	}
 	var verdict [1]byte
 	if _, err := io.ReadFull(nc, verdict[:]); err != nil || verdict[0] != '+' {
