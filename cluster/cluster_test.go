@@ -326,3 +326,19 @@ func TestClusterTryAgainBeforeEpoch(t *testing.T) {
 		t.Fatalf("fence %#x after %#x: not a later epoch", after, before)
 	}
 }
+
+// SPEC §10: five nodes survive two failures, the leader among them.
+func TestClusterOfFiveSurvivesTwoFailures(t *testing.T) {
+	tc := newCluster(t, 5)
+	l := tc.leader(5 * time.Second)
+	ctx := context.Background()
+	if err := tc.client(l).Set(ctx, "k", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tc.stop(l)
+	tc.stop((l + 1) % 5)
+	nl := tc.leader(5 * time.Second)
+	if v, err := tc.client(nl).Incr(ctx, "k").Result(); err != nil || v != 2 {
+		t.Fatalf("INCR after two failures: %v %v", v, err)
+	}
+}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -331,14 +333,22 @@ func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	return dialPeer(string(address), l.key, opRaft, timeout)
 }
 
-// hclogWriter carries Raft's log lines (hclog text) into slog.
+// hclogWriter carries Raft's log lines (hclog text: time, [LEVEL], text)
+// into slog at their own level.
 type hclogWriter struct{ log *slog.Logger }
 
 func (w hclogWriter) Write(p []byte) (int, error) {
-	line := string(p)
-	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
-		line = line[:len(line)-1]
+	line := strings.TrimRight(string(p), "\r\n")
+	level := slog.LevelInfo
+	for tag, l := range map[string]slog.Level{"[ERROR]": slog.LevelError, "[WARN]": slog.LevelWarn, "[DEBUG]": slog.LevelDebug, "[TRACE]": slog.LevelDebug} {
+		if i := strings.Index(line, tag); i >= 0 {
+			level, line = l, strings.TrimSpace(line[i+len(tag):])
+			break
+		}
 	}
-	w.log.Info(line, "component", "raft")
+	if i := strings.Index(line, "[INFO]"); i >= 0 {
+		line = strings.TrimSpace(line[i+len("[INFO]"):])
+	}
+	w.log.Log(context.Background(), level, line, "component", "raft")
 	return len(p), nil
 }

@@ -38,8 +38,8 @@ func (f flags) clusterOptions(withUsers bool) (*tenure.ClusterOptions, error) {
 		}
 		return nil, nil
 	}
-	if c.electionTimeout < 10*time.Millisecond {
-		return nil, fmt.Errorf("--raft-election-timeout %v: want at least 10ms", c.electionTimeout)
+	if c.electionTimeout < 20*time.Millisecond {
+		return nil, fmt.Errorf("--raft-election-timeout %v: want at least 20ms", c.electionTimeout)
 	}
 	o := &tenure.ClusterOptions{NodeID: c.nodeID, Addr: f.addr, ElectionTimeout: c.electionTimeout}
 	if c.peers != "" {
