@@ -15,6 +15,9 @@ var _ inprocess.Holder = (*DB)(nil)
 // the line and under the fence counter that connections use (LOCK-13). Its
 // types are internal to this module: it is the SDK's alone.
 func (db *DB) HoldInProcess(ctx context.Context, req inprocess.HoldRequest) (inprocess.Lease, error) {
+	if db.node != nil && !db.node.LocksReady() {
+		return nil, ErrNotLeading
+	}
 	t := db.locks.Hold(lockmod.HoldRequest{
 		Lock: req.Lock, Key: req.Key, ReqID: req.ReqID,
 		TTL: req.TTL, MaxHold: req.MaxHold, Wait: req.Wait, HasWait: req.HasWait,
@@ -67,8 +70,17 @@ func inProcessError(err error) error {
 		return &inprocess.LostError{Reason: lost.Reason}
 	case errors.Is(err, lockmod.ErrNotGranted):
 		return inprocess.ErrNotGranted
+	case errors.Is(err, lockmod.ErrNoEpoch):
+		// The node stopped leading: its leases ended with its epoch, as a
+		// holder over a connection learns at its next renewal (SPEC §10).
+		return &inprocess.LostError{Reason: lockmod.ReasonUnknownLease}
 	case errors.Is(err, lockmod.ErrClosed):
 		return ErrClosed
 	}
 	return err
 }
+
+// ErrNotLeading answers a hold in process on a cluster node that does not
+// lead, or leads before its new epoch is applied (SPEC §10: only the
+// leader grants).
+var ErrNotLeading = errors.New("tenure: this node does not lead the cluster now")

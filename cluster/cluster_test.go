@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/sdk/locks"
 )
@@ -340,5 +341,48 @@ func TestClusterOfFiveSurvivesTwoFailures(t *testing.T) {
 	nl := tc.leader(5 * time.Second)
 	if v, err := tc.client(nl).Incr(ctx, "k").Result(); err != nil || v != 2 {
 		t.Fatalf("INCR after two failures: %v %v", v, err)
+	}
+}
+
+// SPEC §11 in a cluster: a hold in process is granted on the leader only,
+// and its lease ends when the node stops leading.
+func TestClusterHoldInProcess(t *testing.T) {
+	tc := newCluster(t, 3)
+	l := tc.leader(5 * time.Second)
+	ctx := context.Background()
+	f := (l + 1) % 3
+	onFollower, err := locks.OpenLock(tc.nodes[f].db, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := onFollower.TryHold(ctx, "k", func(context.Context, *locks.Lease) error { return nil }); !errors.Is(err, tenure.ErrNotLeading) {
+		t.Fatalf("a hold in process on a follower: %v, want ErrNotLeading", err)
+	}
+	onLeader, err := locks.OpenLock(tc.nodes[l].db, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan struct{})
+	result := make(chan error, 1)
+	go func() {
+		result <- onLeader.Hold(ctx, "k", func(ctx context.Context, lease *locks.Lease) error {
+			close(held)
+			<-ctx.Done() // until the lease ends
+			return nil
+		})
+	}()
+	<-held
+	for i := range tc.nodes {
+		if i != l {
+			tc.stop(i)
+		}
+	}
+	select {
+	case err := <-result:
+		if !errors.Is(err, locks.ErrLost) {
+			t.Fatalf("the hold's end: %v, want ErrLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader lost its majority and the hold in process goes on")
 	}
 }
