@@ -61,17 +61,31 @@ async function sent<T>(p: Promise<T>): Promise<T> {
 // string: fences pass 2^53 once the epoch does.
 const RESP_NUMBER = 58;
 
+// A node-redis cluster (createCluster: a tenure cluster, SPEC §10) takes
+// a command's routing key first: a LOCK.HOLD goes where its lock name's
+// slot lives, anything else to any node, which redirects to the leader.
+function routingKey(args: string[]): string | undefined {
+  return args[0].toUpperCase() === 'LOCK.HOLD' ? args[1] : undefined;
+}
+
 function nodeRedisDriver(client: AnyClient): Driver {
+  const cluster = typeof client.nodeClient === 'function';
+  const send = (c: AnyClient, args: string[], options?: object) =>
+    cluster ? c.sendCommand(routingKey(args), false, args, options) : c.sendCommand(args, options);
   return {
-    call: (args) => sent(client.sendCommand(args)),
+    call: (args) => sent(send(client, args)),
     async open() {
       const o = client.options ?? {};
       // Its own connection fails rather than queues or reconnects: the SDK
       // retries on a new one, with the same request id.
-      const dup = client.duplicate({
-        socket: { ...o.socket, reconnectStrategy: false },
-        disableOfflineQueue: true,
-      });
+      const dup = cluster
+        ? client.duplicate({
+          defaults: { ...o.defaults, socket: { ...o.defaults?.socket, reconnectStrategy: false }, disableOfflineQueue: true },
+        })
+        : client.duplicate({
+          socket: { ...o.socket, reconnectStrategy: false },
+          disableOfflineQueue: true,
+        });
       dup.on('error', noop);
       try {
         await dup.connect();
@@ -80,7 +94,7 @@ function nodeRedisDriver(client: AnyClient): Driver {
         throw reply(e);
       }
       return {
-        send: (args) => sent(dup.sendCommand(args, { typeMapping: { [RESP_NUMBER]: String } })),
+        send: (args) => sent(send(dup, args, { typeMapping: { [RESP_NUMBER]: String } })),
         close() {
           try {
             if (typeof dup.destroy === 'function') dup.destroy();
@@ -98,15 +112,23 @@ function ioredisDriver(client: AnyClient): Driver {
   return {
     call: (args) => sent(client.call(args[0], ...args.slice(1))),
     async open() {
-      const dup = client.duplicate({
-        lazyConnect: true,
+      const perNode = {
         stringNumbers: true, // fences past 2^53
-        enableOfflineQueue: false,
         retryStrategy: () => null,
         maxRetriesPerRequest: 0,
         autoResendUnfulfilledCommands: false,
         reconnectOnError: null,
-      });
+      };
+      // An ioredis Cluster (a tenure cluster, SPEC §10) takes its nodes'
+      // options apart, and follows -MOVED to the leader itself.
+      const dup = client.isCluster
+        ? client.duplicate(undefined, {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          clusterRetryStrategy: () => null,
+          redisOptions: { ...client.options?.redisOptions, ...perNode },
+        })
+        : client.duplicate({ lazyConnect: true, enableOfflineQueue: false, ...perNode });
       dup.on('error', noop);
       try {
         await dup.connect();
