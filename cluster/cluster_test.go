@@ -41,9 +41,16 @@ func TestClusterElectsReplicatesAndRedirects(t *testing.T) {
 		t.Fatalf("DB.Do GET on a follower: %v, want MOVED", err)
 	}
 	tc.caughtUp(l)
+	epoch := tc.infoField(l, "locks", "epoch")
 	for i, n := range tc.nodes {
 		if got := tc.infoField(i, "keyspace", "db0"); !strings.HasPrefix(got, "keys=2,") {
 			t.Errorf("%s: INFO keyspace db0 %q, want 2 keys", n.id, got)
+		}
+		if got := tc.infoField(i, "locks", "epoch"); got != epoch || epoch == "0" {
+			t.Errorf("%s: INFO locks epoch %q, the leader's %q", n.id, got, epoch)
+		}
+		if got := tc.infoField(i, "cluster", "cluster_enabled"); got != "1" {
+			t.Errorf("%s: cluster_enabled %q", n.id, got)
 		}
 		if i == l {
 			continue
@@ -62,9 +69,6 @@ func TestClusterElectsReplicatesAndRedirects(t *testing.T) {
 	}
 	if role, err := leader.Do(ctx, "ROLE").Slice(); err != nil || role[0] != "master" || len(role[2].([]any)) != 2 {
 		t.Errorf("ROLE on the leader: %v %v", role, err)
-	}
-	if got := tc.infoField(l, "cluster", "cluster_state"); got != "" {
-		t.Errorf("INFO has no cluster section, got %q", got)
 	}
 	info, err := leader.ClusterInfo(ctx).Result()
 	if err != nil || !strings.Contains(info, "cluster_state:ok") {
@@ -192,6 +196,13 @@ func TestClusterFailoverIsARestart(t *testing.T) {
 		_ = sawTryAgain // seen or not depending on timing; TestTryAgainBeforeEpoch checks it
 		if got := tc.infoField(nl, "locks", "epoch"); got == strconv.FormatUint(epoch, 10) {
 			t.Fatalf("round %d: the new leader kept epoch %s", round, got)
+		}
+		// Every node's INFO tells the epoch it applied (SPEC §10).
+		tc.caughtUp(nl)
+		for i, n := range tc.nodes {
+			if n.db != nil && tc.infoField(i, "locks", "epoch") != tc.infoField(nl, "locks", "epoch") {
+				t.Errorf("round %d: %s says epoch %s, the leader %s", round, n.id, tc.infoField(i, "locks", "epoch"), tc.infoField(nl, "locks", "epoch"))
+			}
 		}
 		if v, err := tc.client(nl).Get(ctx, "round").Int(); err != nil || v != round {
 			t.Fatalf("round %d: the acknowledged write after failover: %v %v", round, v, err)

@@ -87,13 +87,19 @@ func (s *Store) AppliedIndex() (uint64, error) {
 	return n, nil
 }
 
-// StoredEpoch is the epoch on disk (0 for none), for a copy that has not
-// applied one since it opened.
+// StoredEpoch reads the epoch on disk (0 for none), for a copy that has
+// not applied one since it opened; Epoch returns it from then on.
 func (s *Store) StoredEpoch() (uint64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
-	return s.readUint64(metaEpoch)
+	s.epochMu.Lock()
+	defer s.epochMu.Unlock()
+	e, err := s.readUint64(metaEpoch)
+	if err == nil {
+		s.epoch.Store(e)
+	}
+	return e, err
 }
 
 // SweepAt deletes up to limit keys expired at nowMs, the oldest deadlines

@@ -220,6 +220,10 @@ func (s *Server) infoCPU() [][2]string {
 
 func (s *Server) infoLocks() [][2]string {
 	st := s.locks.Stats()
+	if s.cluster != nil {
+		// SPEC §10: this node's applied epoch, leader or not.
+		st.Epoch = s.store.Epoch()
+	}
 	return [][2]string{
 		{"epoch", utoa(st.Epoch)},
 		{"leases", itoa(int64(st.Leases))},
