@@ -397,3 +397,61 @@ func TestClusterHoldInProcess(t *testing.T) {
 		t.Fatal("the leader lost its majority and the hold in process goes on")
 	}
 }
+
+// MULTI/EXEC on the leader: one entry, applied alike everywhere; WATCH
+// decided on the leader; LOCK.* inside act on the leader's lock module in
+// the transaction's window, their replies in order with the others.
+func TestClusterTransactions(t *testing.T) {
+	tc := newCluster(t, 3)
+	l := tc.leader(5 * time.Second)
+	ctx := context.Background()
+	c := tc.client(l)
+	v, err := c.Do(ctx, "LOCK.HOLD", "jobs", "k", "r1", "TTL", 5000).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, fence := v[0].(string), v[1].(int64)
+	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "{t}a", "1", 0)
+		p.Do(ctx, "LOCK.RENEW", lease, "TTL", 7000)
+		p.Do(ctx, "SET", "{t}out", "x", "FENCE", fence)
+		p.Incr(ctx, "{t}a")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("EXEC: %v", err)
+	}
+	if n, err := cmds[2].(*redis.Cmd).Int64(); err == nil {
+		t.Fatalf("the renewal's reply is the ms left, got %d; the set's is OK", n)
+	}
+	if left, err := cmds[1].(*redis.Cmd).Int64(); err != nil || left < 6000 {
+		t.Fatalf("LOCK.RENEW inside EXEC: %v %v", left, err)
+	}
+	if n, err := cmds[3].(*redis.IntCmd).Result(); err != nil || n != 2 {
+		t.Fatalf("INCR inside EXEC: %v %v", n, err)
+	}
+	// WATCH: a key written after it aborts the EXEC.
+	watcher := tc.client(l)
+	err = watcher.Watch(ctx, func(tx *redis.Tx) error {
+		if err := c.Set(ctx, "{t}a", "changed", 0).Err(); err != nil {
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "{t}a", "from-tx", 0)
+			return nil
+		})
+		return err
+	}, "{t}a")
+	if !errors.Is(err, redis.TxFailedErr) {
+		t.Fatalf("EXEC after a watched key changed: %v, want TxFailedErr", err)
+	}
+	tc.caughtUp(l)
+	for i := range tc.nodes {
+		if got := tc.infoField(i, "keyspace", "db0"); !strings.HasPrefix(got, "keys=2,") {
+			t.Errorf("%s: %q, want 2 keys", tc.nodes[i].id, got)
+		}
+	}
+	if v, err := c.Get(ctx, "{t}a").Result(); err != nil || v != "changed" {
+		t.Fatalf("after the aborted EXEC: %q %v", v, err)
+	}
+}

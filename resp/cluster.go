@@ -80,10 +80,11 @@ type ClusterNode struct {
 }
 
 // applied is ApplyEntry's answer: the reply as bytes, or as Go values for
-// an entry proposed by Server.Do.
+// an entry proposed by Server.Do; parts are b cut at each command's end.
 type applied struct {
-	b []byte
-	v *values
+	b     []byte
+	v     *values
+	parts [][]byte
 }
 
 // ApplyEntry runs e on this server's keyspace as one transaction at
@@ -105,6 +106,7 @@ func (s *Server) ApplyEntry(index uint64, e Entry) (any, error) {
 		c.out.v = &values{}
 	}
 	c.out.resp3 = e.Proto == 3
+	var parts [][]byte
 	_, err := s.store.ApplyAt(index, e.NowMs, false, func(tx *kv.Store) {
 		c.store = tx
 		if e.Exec {
@@ -112,7 +114,10 @@ func (s *Server) ApplyEntry(index uint64, e Entry) (any, error) {
 			c.out.Array(len(e.Cmds))
 		}
 		for _, q := range e.Cmds {
-			if !c.run(q) {
+			mark := c.out.Len()
+			ok := c.run(q)
+			parts = append(parts, c.out.b[mark:])
+			if !ok {
 				break
 			}
 		}
@@ -120,7 +125,7 @@ func (s *Server) ApplyEntry(index uint64, e Entry) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return applied{b: c.out.b, v: c.out.v}, nil
+	return applied{b: c.out.b, v: c.out.v, parts: parts}, nil
 }
 
 // clusterLocal are the commands every node answers itself (SPEC §10).
@@ -183,35 +188,100 @@ func replicated(cmd *command) bool {
 // proposeExec proposes a transaction's queue as one entry. Its WATCH is
 // decided here, on the leader, once every write proposed before it has
 // applied: the entry itself is applied unconditionally on every node.
+// LOCK.* in the queue act on the leader's lock module at once, as in a
+// single server (transactions.go), in the same window: after every write
+// proposed before has applied and before any proposed after, so
+// MULTI; LOCK.RENEW id; SET k v FENCE f; EXEC keeps its meaning.
 func (c *conn) proposeExec() {
 	queued := c.tx.queued
-	for _, q := range queued {
+	c.tx.queueing, c.tx.queued = false, nil // what runs now runs, as in cmdExec
+	isLock := make([]bool, len(queued))
+	var writes [][][]byte
+	for i, q := range queued {
 		if cmd := lookup(c.srv.table, q[0]); cmd != nil && cmd.Group == "module" {
-			c.endTx()
-			c.out.Err("LOCK.* inside MULTI is not supported in a cluster")
+			isLock[i] = true
+		} else {
+			writes = append(writes, q)
+		}
+	}
+	var lockReplies [][]byte
+	runLocks := func() {
+		c.tx.executing = true
+		defer func() { c.tx.executing = false }()
+		for i, q := range queued {
+			if isLock[i] {
+				mark := c.out.Len()
+				c.exec(q)
+				lockReplies = append(lockReplies, append([]byte(nil), c.out.b[mark:]...))
+				c.out.truncate(mark)
+			}
+		}
+	}
+	watched := c.tx.watch.Len() > 0
+	check := func() (bool, error) {
+		if watched {
+			broken, err := c.srv.store.WatchBroken(&c.tx.watch)
+			if err != nil || broken {
+				return false, err
+			}
+		}
+		runLocks()
+		return true, nil
+	}
+	defer c.endTx()
+	if len(writes) == len(queued) && !watched {
+		check = nil
+	}
+	if len(writes) == 0 {
+		if ok, err := check(); err != nil {
+			c.storeError(err)
+			return
+		} else if !ok {
+			c.out.NullArray()
 			return
 		}
+		c.out.Array(len(queued))
+		for _, r := range lockReplies {
+			c.out.b = append(c.out.b, r...)
+		}
+		return
 	}
-	var check func() (bool, error)
-	if c.tx.watch.Len() > 0 {
-		check = func() (bool, error) {
-			broken, err := c.srv.store.WatchBroken(&c.tx.watch)
-			return !broken, err
+	r, err := c.srv.cluster.Propose(c.context(), c.entry(Entry{Exec: true, Cmds: writes}), check)
+	switch {
+	case err != nil:
+		c.clusterError(nil, queued[0], err)
+		return
+	case r == nil:
+		c.out.NullArray()
+		return
+	}
+	parts := r.(applied).parts
+	c.out.Array(len(queued))
+	for i := range queued {
+		if isLock[i] {
+			c.out.b, lockReplies = append(c.out.b, lockReplies[0]...), lockReplies[1:]
+		} else if len(parts) > 0 {
+			c.out.b, parts = append(c.out.b, parts[0]...), parts[1:]
+		} else {
+			c.out.Err("not run: a command before it failed") // its handler panicked on the log
 		}
 	}
-	c.propose(Entry{Exec: true, Cmds: queued}, check)
-	c.endTx()
 }
 
-// propose sends e through the log and writes the reply its application
-// here gave.
-func (c *conn) propose(e Entry, check func() (bool, error)) {
+// entry stamps e with the leader's clock and the reply's protocol.
+func (c *conn) entry(e Entry) Entry {
 	e.NowMs = time.Now().UnixMilli()
 	e.Proto = c.out.Proto()
 	if c.out.v != nil {
 		e.Proto = 0
 	}
-	r, err := c.srv.cluster.Propose(c.context(), e, check)
+	return e
+}
+
+// propose sends e through the log and writes the reply its application
+// here gave.
+func (c *conn) propose(e Entry, check func() (bool, error)) {
+	r, err := c.srv.cluster.Propose(c.context(), c.entry(e), check)
 	switch {
 	case err != nil:
 		c.clusterError(nil, e.Cmds[0], err)
