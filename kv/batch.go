@@ -4,6 +4,8 @@ package kv
 // Pebble batch under the stripes of its keys, and applies it.
 
 import (
+	"math/bits"
+
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -238,11 +240,9 @@ func (s *Store) itemsOf(keys [][]byte) (items []item, idx []int, stripes [numStr
 }
 
 func forStripes(set *[numStripes / 64]uint64, f func(n int)) {
-	for w, bits := range set {
-		for b := 0; b < 64; b++ {
-			if bits&(1<<b) != 0 {
-				f(w*64 + b)
-			}
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			f(w*64 + bits.TrailingZeros64(word))
 		}
 	}
 }

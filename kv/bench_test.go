@@ -103,3 +103,17 @@ func BenchmarkSetFsyncAlways(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGetFunc is BenchmarkGet without the copy of the value, as GET
+// replies: it should allocate nothing.
+func BenchmarkGetFunc(b *testing.B) {
+	s, keys := openBench(b, FsyncEverysec)
+	var n int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if ok, err := s.GetFunc(keys[i%len(keys)], func(v []byte) { n += len(v) }); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}

@@ -30,11 +30,14 @@ func hashKey(key []byte) uint64 { return xxhash.Sum64(key) }
 
 // dataKey is where key's record lives: nsKey, hash BE, key.
 func dataKey(h uint64, key []byte) []byte {
-	dk := make([]byte, prefixLen+len(key))
-	dk[0] = nsKey
-	binary.BigEndian.PutUint64(dk[1:], h)
-	copy(dk[prefixLen:], key)
-	return dk
+	return appendDataKey(make([]byte, 0, prefixLen+len(key)), h, key)
+}
+
+// appendDataKey appends key's dataKey to dst.
+func appendDataKey(dst []byte, h uint64, key []byte) []byte {
+	dst = append(dst, nsKey)
+	dst = binary.BigEndian.AppendUint64(dst, h)
+	return append(dst, key...)
 }
 
 // expiryKey is key's entry in the expiry index: nsExpiry, deadline BE, key.

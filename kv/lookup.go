@@ -3,6 +3,7 @@ package kv
 import (
 	"encoding/binary"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -38,7 +39,10 @@ func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 	if s.closed.Load() {
 		return false, ErrClosed
 	}
-	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
+	buf := dataKeyBufs.Get().(*[]byte)
+	defer dataKeyBufs.Put(buf)
+	*buf = appendDataKey((*buf)[:0], hashKey(key), key)
+	rec, closer, found, err := getRecord(s.reader(), *buf)
 	if err != nil {
 		return false, err
 	}
@@ -55,6 +59,21 @@ func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 	fn(rec)
 	return true, nil
 }
+
+// GetFunc is Get without the copy: fn is called with the value, which is
+// Pebble's memory, valid only until fn returns, and must not be changed.
+// found is false, and fn not called, for a missing or expired key.
+func (s *Store) GetFunc(key []byte, fn func(value []byte)) (found bool, err error) {
+	found, err = s.view(key, func(rec record) { fn(rec.value) })
+	if err != nil {
+		return false, wrap("get", err)
+	}
+	return found, nil
+}
+
+// dataKeyBufs hold the data keys that reads look up, so that a read
+// allocates none: Pebble's Get keeps no hold of its key.
+var dataKeyBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // avgTTL is the mean of the milliseconds left to the keys with a TTL.
 // Keys that expired and are not swept yet count as 0 left, so the mean

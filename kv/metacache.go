@@ -82,8 +82,13 @@ func (s *Store) newItemAt(key []byte) (item, int) {
 // the stripe remembers is not read from Pebble at all.
 func (s *Store) load(it *item, now int64, withValue bool) error {
 	if s.tx != nil {
-		return s.tx.load(it, withValue)
+		return s.tx.load(s, it, withValue)
 	}
+	return s.loadCommitted(it, now, withValue)
+}
+
+// loadCommitted is load outside a transaction: what is committed.
+func (s *Store) loadCommitted(it *item, now int64, withValue bool) error {
 	if m, ok := it.st.meta[string(it.key)]; ok && !withValue {
 		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence}}
 		return nil

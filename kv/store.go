@@ -340,9 +340,9 @@ func (s *Store) markDirty() {
 }
 
 // nowMs is the time expiry is judged at: now, or inside a transaction the
-// instant it started.
+// instant it started (a pipeline's commands judge at their own).
 func (s *Store) nowMs() int64 {
-	if s.tx != nil {
+	if s.tx != nil && s.tx.pipe == nil {
 		return s.tx.now
 	}
 	return s.now().UnixMilli()

@@ -197,8 +197,13 @@ func (s *Store) MGet(keys [][]byte) ([][]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
+	if s.tx != nil && s.tx.pipe != nil && s.tx.b != nil && len(keys) > 1 {
+		// Read from one snapshot, and so first commit what the
+		// pipeline wrote so far.
+		s.tx.pipe.commitPart()
+	}
 	r := s.reader()
-	if s.tx == nil && len(keys) > 1 {
+	if (s.tx == nil || s.tx.pipe != nil) && len(keys) > 1 {
 		snap := s.db.NewSnapshot()
 		defer snap.Close()
 		r = snap

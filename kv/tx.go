@@ -30,6 +30,11 @@ type txn struct {
 	touched map[string]int // key to its index in items
 	items   []item         // each key met, as it is after the transaction, without its value
 	wrote   bool           // the batch committed something
+
+	// pipe is the pipeline whose view this is, nil in a transaction's:
+	// then b is nil until a command writes, stripes are taken as commands
+	// need them, and now is each command's own (see pipeline.go).
+	pipe *Pipeline
 }
 
 // Tx runs fn as one transaction, for EXEC: fn calls the methods of the
@@ -143,11 +148,17 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 	if err := s.refused(); err != nil {
 		return err
 	}
-	items, idx, _ := s.itemsOf(keys)
+	items, idx, stripes := s.itemsOf(keys)
+	if t.pipe != nil {
+		if err := t.pipe.acquire(&stripes); err != nil {
+			return err
+		}
+		t.now = s.now().UnixMilli()
+	}
 	c := change{db: s.db, now: t.now}
 	defer c.close()
 	for i := range items {
-		if err := t.load(&items[i], withValue); err != nil {
+		if err := t.load(s, &items[i], withValue); err != nil {
 			return err
 		}
 		if items[i].cur.present && !items[i].cur.live {
@@ -159,6 +170,9 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 	}
 	if c.b == nil {
 		return nil
+	}
+	if t.b == nil {
+		t.b = s.db.NewIndexedBatch()
 	}
 	if err := t.b.Apply(c.b, nil); err != nil {
 		return err
@@ -172,8 +186,25 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 
 // load is Store.load inside a transaction: through the batch, and never
 // from or into the metadata cache, which knows only what is committed.
-func (t *txn) load(it *item, withValue bool) error {
-	return loadFrom(t.b, it, t.now, withValue)
+//
+// In a pipeline, a key none of its commands wrote is read as outside,
+// through the metadata cache (its stripe is held, so the cache is true of
+// it), and one a command wrote without its value from what that command
+// left.
+func (t *txn) load(s *Store, it *item, withValue bool) error {
+	if t.pipe == nil {
+		return loadFrom(t.b, it, t.now, withValue)
+	}
+	j, touched := t.touched[string(it.key)]
+	switch {
+	case !touched:
+		return s.loadCommitted(it, t.now, withValue)
+	case withValue:
+		return loadFrom(t.b, it, t.now, withValue)
+	}
+	it.cur = t.items[j].cur
+	it.cur.live = it.cur.present && !expiredAt(it.cur.rec.expiry, t.now)
+	return nil
 }
 
 // note remembers it, met by a command of the transaction that wrote, for
@@ -224,7 +255,7 @@ func (t *txn) dbSize(s *Store) int64 {
 // reader is where s's reads look: Pebble, or inside a transaction its
 // batch, read through to Pebble.
 func (s *Store) reader() pebble.Reader {
-	if s.tx != nil {
+	if s.tx != nil && s.tx.b != nil {
 		return s.tx.b
 	}
 	return s.db

@@ -44,6 +44,7 @@ type conn struct {
 	// server's, or during EXEC the transaction's view of it.
 	store *kv.Store
 	tx    txState // MULTI, WATCH and EXEC (transactions.go)
+	batch batch   // the writes of the read batch, not yet committed (batch.go)
 	// applying: the connection runs an entry of a cluster's log on this
 	// node (Server.ApplyEntry), past the routing that sent it there.
 	applying bool
@@ -128,21 +129,27 @@ func (c *conn) serve() {
 // dropped, the client gets an error, the panic is logged with its stack,
 // and run reports false so the connection is closed.
 func (c *conn) run(args [][]byte) (ok bool) {
+	c.batchFor(args)
 	mark := c.out.Len()
 	defer func() {
 		if p := recover(); p != nil {
 			c.out.truncate(mark)
 			c.out.Err("internal error; closing the connection")
+			c.batch.replied()
 			c.srv.log.Error("panic serving a command", "client", c.addr,
 				"command", cut128(args[0]), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			ok = false
 		}
 	}()
 	c.exec(args)
+	c.batched(mark)
 	return true
 }
 
+// flush writes the replies gathered so far, once the writes they tell of
+// are committed (endBatch).
 func (c *conn) flush() bool {
+	c.endBatch()
 	if c.out.Len() == 0 {
 		return true
 	}
@@ -161,6 +168,7 @@ func (c *conn) flush() bool {
 }
 
 func (c *conn) close() {
+	c.endBatch()
 	c.endTx()
 	c.nc.Close()
 	c.srv.forget(c)

@@ -34,6 +34,7 @@ func BenchmarkLockHoldReleaseCycle(b *testing.B) {
 	var id atomic.Int64
 	b.SetParallelism((clients + 1) / 2) // × GOMAXPROCS goroutines: 50 on 2 cores
 	b.ResetTimer()
+	defer reportCPU(b)()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()

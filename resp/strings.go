@@ -134,12 +134,14 @@ func refuseIf(other bool, flag *bool) string {
 }
 
 func cmdGet(c *conn, args [][]byte) {
-	v, ok, err := c.store.Get(args[1])
-	if err != nil {
+	// The value is written into the reply straight from Pebble's memory.
+	found, err := c.store.GetFunc(args[1], c.out.Bulk)
+	switch {
+	case err != nil:
 		c.storeError(err)
-		return
+	case !found:
+		c.out.Null()
 	}
-	c.out.BulkOrNull(v, ok)
 }
 
 // cmdSet is SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]

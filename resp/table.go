@@ -39,6 +39,9 @@ const (
 	FlagStale
 	FlagNotQueued // runs at once inside MULTI instead of being queued (EXEC, DISCARD, QUIT, …)
 	FlagNoMulti   // refused inside MULTI, discarding the transaction (SHUTDOWN)
+	// flagBatched: its writes may share the commit of its connection's
+	// read batch (batch.go). Never shown by COMMAND.
+	flagBatched
 )
 
 // command is one row of the command table, as in Redis's commands/*.json:
@@ -318,6 +321,9 @@ func commandTable() map[string]*command {
 			argString("lock"), argOption("CURSOR", "cursor"), argOption("COUNT", "count")))
 	add("lock.revoke", 3, RoleAdmin, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.", keys(1, 1, 1),
 		docs(Version, "O(log N) where N is the number of leases and places in line.", argString("lock"), argString("key")))
+	for _, name := range batchedCommands {
+		t[name].Flags |= flagBatched
+	}
 	return t
 }
 

@@ -1,0 +1,94 @@
+package resp
+
+import "github.com/tenure-db/tenure/kv"
+
+// Read batches: the writes of the requests that arrived in one read of a
+// connection (a client's pipeline) reach Pebble in one commit, and with
+// --fsync always one fsync, instead of one each (kv.Pipeline). Each
+// request still runs on its own and gets its own reply; the replies of the
+// batch are written only once its writes are committed (flush calls
+// endBatch first), and a request that is not batched commits what the
+// ones before it wrote before it runs.
+//
+// This file is the one place where requests are batched; batchFor, called
+// by run before a request is dispatched, batches nothing in a cluster,
+// whose writes go through its log.
+
+// batchedCommands are the commands that run on a read batch's pipeline:
+// plain reads and writes of string keys, which never block.
+var batchedCommands = []string{
+	"get", "set", "setnx", "setex", "psetex", "getset", "getdel", "mget", "mset",
+	"incr", "decr", "incrby", "decrby", "append", "strlen", "del", "unlink",
+}
+
+// batch is a connection's pipeline and what its replies are.
+type batch struct {
+	pipe *kv.Pipeline // nil until the connection runs a batched request
+	// wrote is set once a request of the batch wrote: from, the reply
+	// buffer's length before it, and replies, how many replies from there
+	// on tell of what the pipeline holds uncommitted.
+	wrote   bool
+	from    int
+	replies int
+}
+
+// batchFor readies the connection's store for the request args: the
+// pipeline's view for a batched command on a socket, the server's store
+// (with what the pipeline holds committed first) for any other.
+func (c *conn) batchFor(args [][]byte) {
+	// In a cluster, writes go through its log (resp/cluster.go), never a
+	// pipeline.
+	if c.srv.cluster != nil || c.ctx != nil {
+		c.endBatch()
+		return
+	}
+	cmd := lookup(c.srv.table, args[0])
+	if cmd == nil || cmd.Flags&flagBatched == 0 {
+		c.endBatch()
+		return
+	}
+	if c.batch.pipe == nil {
+		c.batch.pipe = c.srv.store.NewPipeline()
+	}
+	c.store = c.batch.pipe.View()
+}
+
+// batched notes, after a request ran, whether its reply tells of a write
+// the pipeline holds; mark is the reply buffer's length before it.
+func (c *conn) batched(mark int) {
+	b := &c.batch
+	if !b.wrote && b.pipe != nil && c.store == b.pipe.View() && b.pipe.Pending() {
+		b.wrote, b.from, b.replies = true, mark, 0
+	}
+	b.replied()
+}
+
+// replied counts a reply written while the batch holds writes.
+func (b *batch) replied() {
+	if b.wrote {
+		b.replies++
+	}
+}
+
+// endBatch commits what the pipeline holds and puts the server's store
+// back. If the commit fails, every reply from the first write of the
+// batch on is replaced by the error: those requests' writes are in doubt,
+// and the reads after them may have seen them.
+func (c *conn) endBatch() {
+	b := &c.batch
+	if b.pipe == nil || c.store != b.pipe.View() {
+		return
+	}
+	c.store = c.srv.store
+	wrote, from, replies := b.wrote, b.from, b.replies
+	b.wrote, b.from, b.replies = false, 0, 0
+	err := b.pipe.Commit()
+	if err == nil || !wrote {
+		return
+	}
+	c.srv.log.Error("store failed", "err", err, "replies", replies)
+	c.out.truncate(from)
+	for range replies {
+		c.out.Err("store failed: " + err.Error())
+	}
+}
