@@ -222,6 +222,11 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 // itemsOf makes one item per distinct key of keys; idx maps each position
 // in keys to its item, and stripes is the set of their stripes.
 func (s *Store) itemsOf(keys [][]byte) (items []item, idx []int, stripes [numStripes / 64]uint64) {
+	if len(keys) == 1 {
+		it, n := s.newItemAt(keys[0])
+		stripes[n/64] |= 1 << (n % 64)
+		return []item{it}, []int{0}, stripes
+	}
 	items = make([]item, 0, len(keys))
 	idx = make([]int, len(keys))
 	seen := make(map[string]int, len(keys))

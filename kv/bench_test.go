@@ -117,3 +117,26 @@ func BenchmarkGetFunc(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPipelineSet is BenchmarkSet through pipelines of 16 SETs, one
+// commit each, as a client's pipeline of 16 reaches the store.
+func BenchmarkPipelineSet(b *testing.B) {
+	s, keys := openBench(b, FsyncEverysec)
+	value := []byte("fedcba9876543210")
+	p := s.NewPipeline()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := p.View().Set(keys[(i*7919)%len(keys)], value, SetOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if i%16 == 15 {
+			if err := p.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := p.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}

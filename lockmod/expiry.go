@@ -5,7 +5,6 @@ package lockmod
 // clock timer is armed for the earliest.
 
 import (
-	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -124,7 +123,24 @@ func (q *eventQueue) clear() { q.refs = nil }
 // Every method runs it before it reads state, so that a late timer, or a
 // sweep that has not reached a lease yet, never lets an ended lease be seen
 // as live.
-func (m *Manager) advance(now instant) { m.sweep(now, math.MaxInt) }
+//
+// A method that comes in while a million leases fall due would run what
+// the timer has not swept yet in one go, and keep the CPU from every other
+// goroutine of the server (a GET, a PING) for as long: so it yields after
+// each sweepStep events, the lock still held. Lock methods wait for it, as
+// they must; everything else runs in between.
+func (m *Manager) advance(now instant) {
+	step := m.sweepStep
+	if step <= 0 {
+		step = DefaultSweepStep
+	}
+	for m.sweep(now, step) {
+		if m.betweenSteps != nil {
+			m.betweenSteps()
+		}
+		runtime.Gosched()
+	}
+}
 
 // sweep runs at most limit of the events due at or before now, earliest
 // first, and reports whether more are due.

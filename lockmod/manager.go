@@ -104,8 +104,8 @@ type Manager struct {
 
 	// sweepStep is DefaultSweepStep; tests and benchmarks change it.
 	sweepStep int
-	// betweenSteps, if set (tests only), runs between two steps of the
-	// timer's sweep, without the lock.
+	// betweenSteps, if set (tests only), runs between two steps of a
+	// sweep: the timer's, without the lock; a method's advance, with it.
 	betweenSteps func()
 }
 

@@ -149,6 +149,11 @@ func cmdGet(c *conn, args [][]byte) {
 // then the expiry's value, then the fence's. With FENCE, LOCK-12: a key
 // that remembers a larger fence is not written.
 func cmdSet(c *conn, args [][]byte) {
+	if len(args) == 3 {
+		// No options: none to parse (parsing builds their table).
+		setReply(c, kv.SetOptions{}, args)
+		return
+	}
 	var (
 		o       kv.SetOptions
 		exp     expiryOpts
@@ -180,6 +185,11 @@ func cmdSet(c *conn, args [][]byte) {
 		}
 		o.Fence = f
 	}
+	setReply(c, o, args)
+}
+
+// setReply runs SET with o and answers it.
+func setReply(c *conn, o kv.SetOptions, args [][]byte) {
 	res, err := c.store.Set(args[1], args[2], o)
 	if err != nil {
 		c.storeError(err)
