@@ -50,6 +50,11 @@ func TestProcess(t *testing.T) {
 			t.Run(mode, func(t *testing.T) { testKillLosesNothing(t, bin, mode) })
 		}
 	})
+	t.Run("KillLosesNoAcknowledgedPipeline", func(t *testing.T) {
+		for _, mode := range fsyncModes {
+			t.Run(mode, func(t *testing.T) { testKillLosesNoPipelinedWrite(t, bin, mode) })
+		}
+	})
 	t.Run("KillKeepsAFence", func(t *testing.T) {
 		for _, mode := range fsyncModes {
 			t.Run(mode, func(t *testing.T) { testKillKeepsAFence(t, bin, mode) })
