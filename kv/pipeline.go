@@ -12,8 +12,7 @@ package kv
 //
 // While it has writes pending it holds the stripes of the keys they touch,
 // so that no other write falls in between, and readers elsewhere see none
-// of its writes until they are committed, and so none that the process's
-// crash could lose. It never waits for a stripe while it holds one: when a
+// of its writes until they are committed. It never waits for a stripe while it holds one: when a
 // stripe it needs is taken, it commits what it has, lets its stripes go and
 // then waits. So a pipeline's writes must reach Commit soon: the caller
 // commits before anything that may block (reading from its client, a
