@@ -100,7 +100,7 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 	if c.b == nil {
 		return false, nil
 	}
-	if err := s.commit(c.b, s.commandWriteOptions()); err != nil {
+	if err := s.commitCommand(c.b); err != nil {
 		return false, err
 	}
 	s.count(c)
@@ -170,10 +170,7 @@ func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) 
 	}
 	it.st.Unlock()
 	c.close()
-	if err == nil && wrote {
-		err = s.settle()
-	}
-	return err
+	return s.settleCommand(wrote, err)
 }
 
 // updateMany is update for several keys. Repeated keys share one item; idx
@@ -213,10 +210,7 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 	}
 	forStripes(&stripes, func(n int) { s.stripes[n].Unlock() })
 	c.close()
-	if err == nil && wrote {
-		err = s.settle()
-	}
-	return err
+	return s.settleCommand(wrote, err)
 }
 
 // itemsOf makes one item per distinct key of keys; idx maps each position

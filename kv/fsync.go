@@ -159,12 +159,14 @@ func (s *Store) syncWAL() (err error) {
 		return *failed
 	}
 	defer s.recoverWrite(&err)
+	upTo := s.unsettled.unsynced.Load()
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return err
 	}
 	if err := s.failedSince(); err != nil {
 		return err
 	}
+	s.synced(upTo)
 	s.lastSync.Store(s.now().Unix())
 	return nil
 }

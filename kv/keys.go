@@ -65,7 +65,13 @@ func (s *Store) peek(key []byte, now int64) (bool, error) {
 
 func (s *Store) expiryOf(key []byte) (expiry int64, found bool, err error) {
 	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
+	if err == nil {
+		err = s.settleRead()
+	}
 	if err != nil || !found {
+		if found {
+			_ = closer.Close()
+		}
 		return 0, false, err
 	}
 	_ = closer.Close()

@@ -43,7 +43,13 @@ func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 	defer dataKeyBufs.Put(buf)
 	*buf = appendDataKey((*buf)[:0], hashKey(key), key)
 	rec, closer, found, err := getRecord(s.reader(), *buf)
+	if err == nil {
+		err = s.settleRead()
+	}
 	if err != nil {
+		if found {
+			_ = closer.Close()
+		}
 		return false, err
 	}
 	if found && expiredAt(rec.expiry, s.nowMs()) {

@@ -120,7 +120,7 @@ func (s *Store) SweepAt(index uint64, nowMs int64, limit int) (int, error) {
 	var buf [8]byte
 	binary.BigEndian.PutUint64(buf[:], index)
 	_ = b.Set(metaApplied, buf[:], nil)
-	if err := s.commit(b, s.commandWriteOptions()); err != nil {
+	if err := s.commitCommand(b); err != nil {
 		return 0, wrap("sweep", err)
 	}
 	return n, s.settle()

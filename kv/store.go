@@ -89,6 +89,7 @@ type keyspace struct {
 	deadlineBase int64
 	lookups      lookupStats
 	lastSync     atomic.Int64 // unix seconds of the last WAL sync that succeeded
+	unsettled    unsettled    // command commits a read may see before the WAL holds them (readsettle.go)
 
 	dirty  atomic.Bool // written since the everysec syncer last synced
 	closed atomic.Bool
@@ -308,7 +309,7 @@ func (s *Store) FlushAll() error {
 		err = b.DeleteRange(userSpanStart, userSpanEnd, nil)
 	}
 	if err == nil {
-		err = s.commit(b, s.commandWriteOptions())
+		err = s.commitCommand(b)
 	}
 	for i := range s.stripes {
 		clear(s.stripes[i].meta) // after a failed commit too: the disk is in doubt

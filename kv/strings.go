@@ -104,7 +104,13 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 	h := hashKey(key)
 	dk := dataKey(h, key)
 	rec, closer, found, err := getRecord(s.reader(), dk)
+	if err == nil {
+		err = s.settleRead()
+	}
 	if err != nil {
+		if found {
+			_ = closer.Close()
+		}
 		return nil, false, wrap("get", err)
 	}
 	if !found {
@@ -227,6 +233,9 @@ func (s *Store) MGet(keys [][]byte) ([][]byte, error) {
 		}
 		s.lookups.count(out[i] != nil)
 		_ = closer.Close()
+	}
+	if err := s.settleRead(); err != nil {
+		return nil, wrap("mget", err)
 	}
 	for _, k := range expired {
 		if err := s.dropExpired(k); err != nil {
@@ -381,7 +390,13 @@ func (s *Store) StrLen(key []byte) (int64, error) {
 		return 0, ErrClosed
 	}
 	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
+	if err == nil {
+		err = s.settleRead()
+	}
 	if err != nil {
+		if found {
+			_ = closer.Close()
+		}
 		return 0, wrap("strlen", err)
 	}
 	if !found {
@@ -406,7 +421,13 @@ func (s *Store) GetRange(key []byte, start, end int64) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
+	if err == nil {
+		err = s.settleRead()
+	}
 	if err != nil {
+		if found {
+			_ = closer.Close()
+		}
 		return nil, wrap("getrange", err)
 	}
 	if !found {

@@ -115,7 +115,7 @@ func (t *txn) commit(s *Store) error {
 	if t.b.Empty() {
 		return nil
 	}
-	err := s.commit(t.b, s.commandWriteOptions())
+	err := s.commitCommand(t.b)
 	if t.flushed {
 		// After FLUSHALL (or a failed commit of one: the disk is in
 		// doubt) the cache holds nothing, as after FlushAll.

@@ -19,9 +19,10 @@ import "github.com/cockroachdb/pebble/v2"
 //     Sync was called; when the commit returns, the write survives the
 //     process, though not the machine. The command waits for it under its
 //     stripes, as a write(2) is short; Pebble groups the syncs that queue up
-//     while one runs, so concurrent writers share a write(2). Pebble makes a
-//     batch committed with a sync visible only once the sync is done, so
-//     reads never see a write that a crash of the process could lose.
+//     while one runs, so concurrent writers share a write(2).
+
+// Pebble makes a batch visible before its WAL write or sync is done; a read
+// that may have seen one waits for the WAL itself (readsettle.go).
 //
 // A real fsync is still owed, and made, where nothing else would make one:
 // BumpEpoch (LOCK-10), Sync, Close and, with FsyncEverysec, the syncer once
