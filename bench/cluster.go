@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -169,20 +170,45 @@ func (ms *memberSet) leads(ctx context.Context, addr string) bool {
 	return err == nil && strings.Contains(text, "role:master")
 }
 
-// firstSuccess tries until try succeeds and returns how long after from
-// it did; it gives up after 30 s.
+// firstSuccess starts an attempt of try every 5 ms, each given up to 2 s,
+// without waiting for the ones before it (an attempt may wait inside the
+// server for a leader), and returns how long after from the first one
+// succeeded; it gives up 30 s after from.
 func firstSuccess(ctx context.Context, from time.Time, try func(ctx context.Context) error) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	won := make(chan time.Duration, 1)
+	var mu sync.Mutex
+	var last error
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(30*time.Second - time.Since(from))
 	for {
-		actx, cancel := context.WithTimeout(ctx, time.Second)
-		err := try(actx)
-		cancel()
-		if err == nil {
-			return time.Since(from), nil
+		go func() {
+			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if err := try(actx); err != nil {
+				mu.Lock()
+				last = err
+				mu.Unlock()
+				return
+			}
+			select {
+			case won <- time.Since(from):
+			default:
+			}
+		}()
+		select {
+		case d := <-won:
+			return d, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-giveUp:
+			mu.Lock()
+			defer mu.Unlock()
+			return 0, fmt.Errorf("nothing succeeded within 30s of the kill: %v", last)
+		case <-tick.C:
 		}
-		if time.Since(from) > 30*time.Second || ctx.Err() != nil {
-			return 0, fmt.Errorf("nothing succeeded within 30s of the kill: %v", err)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -265,7 +291,8 @@ func failover(ctx context.Context, l *launcher, cs clusterSettings, fs failoverS
 
 // probes are the k-th kill's first write and first lock, sent to the
 // nodes in rest: on tenure SET and LOCK.HOLD to each node in turn (only
-// the leader accepts them); on etcd a Put and a concurrency.Mutex Lock
+// the leader accepts them; overlapping attempts share the reqid, so they
+// are one hold); on etcd a Put and a concurrency.Mutex Lock
 // through a client of those nodes, in a session made before the kill.
 func probes(ctx context.Context, t *target, rest []string, k int) (write, lock func(context.Context) error, cleanup func(), err error) {
 	key := "failover-" + strconv.Itoa(k)
@@ -282,8 +309,9 @@ func probes(ctx context.Context, t *target, rest []string, k int) (write, lock f
 			return nil, nil, nil, fmt.Errorf("etcd session: %w", err)
 		}
 		write = func(ctx context.Context) error { _, err := c.Put(ctx, "/"+key, "1"); return err }
-		mu := concurrency.NewMutex(s, "/"+lockName+"/"+key)
-		lock = func(ctx context.Context) error { return mu.Lock(ctx) }
+		// A Mutex an attempt: attempts overlap. Those of one session are
+		// one waiter (the session's key), and the first to return has it.
+		lock = func(ctx context.Context) error { return concurrency.NewMutex(s, "/"+lockName+"/"+key).Lock(ctx) }
 		return write, lock, func() { s.Orphan(); c.Close() }, nil
 	}
 	var cs []*redis.Client
