@@ -92,6 +92,7 @@ clean:
 # tenure against redis-server (Debian's redis-server package) on this
 # machine: a table on stdout, results.json and chart.svg in bench/out/.
 # Pass flags with BENCHFLAGS, e.g. make bench BENCHFLAGS='-duration 2s -rounds 1'.
+# make bench BENCHFLAGS=-cluster: failover and throughput of 3-node clusters (issue 20).
 .PHONY: bench
 bench:
 	$(GO) run ./bench $(BENCHFLAGS)

@@ -19,17 +19,21 @@ import (
 	"google.golang.org/grpc"
 )
 
-// etcdArgs runs one etcd member on loopback, its data in dir, with the
-// defaults otherwise (heartbeat 100 ms, election 1 s, fsync on every
-// commit). etcd's own logs go to the server's log.
-func etcdArgs(dir string, clientPort, peerPort int) []string {
+// etcdArgs runs one etcd member named name on loopback, its data in dir,
+// with the defaults otherwise (heartbeat 100 ms, election 1 s, fsync on
+// every commit). initialCluster is --initial-cluster; empty: name alone.
+// etcd's own logs go to the server's log.
+func etcdArgs(dir, name string, clientPort, peerPort int, initialCluster string) []string {
 	client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	if initialCluster == "" {
+		initialCluster = name + "=" + peer
+	}
 	return []string{
-		"--name", "bench", "--data-dir", dir,
+		"--name", name, "--data-dir", dir,
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "bench=" + peer, "--initial-cluster-state", "new",
+		"--initial-cluster", initialCluster, "--initial-cluster-state", "new",
 		"--log-level", "warn", "--logger", "zap",
 	}
 }

@@ -22,15 +22,33 @@ func keyspace(op string, pipelined bool, n int) scenarioFunc {
 		}
 		value := []byte("0123456789abcdef")
 		keys := make([]string, nkeys)
-		pipe := c.Pipeline()
 		for i := range keys {
 			keys[i] = "key:" + strconv.Itoa(i)
-			pipe.Set(ctx, keys[i], value, 0)
-			if pipe.Len() == 500 || i == len(keys)-1 {
-				if _, err := pipe.Exec(ctx); err != nil {
-					return nil, fmt.Errorf("fill: %w", err)
+		}
+		// Filled by all n clients in short pipelines: a cluster's leader
+		// commits one client's pipelined SETs one after another, so one
+		// client in long pipelines would take long and time out.
+		var fill failures
+		var fillers sync.WaitGroup
+		const fillPipeline = 10
+		fillClients := n
+		for f := range fillClients {
+			fillers.Go(func() {
+				pipe := c.Pipeline()
+				for i := f; i < len(keys); i += fillClients {
+					pipe.Set(ctx, keys[i], value, 0)
+					if pipe.Len() == fillPipeline || i+fillClients >= len(keys) {
+						if _, err := pipe.Exec(ctx); err != nil {
+							fill.add(err)
+							return
+						}
+					}
 				}
-			}
+			})
+		}
+		fillers.Wait()
+		if fill.first != nil {
+			return nil, fmt.Errorf("fill: %w", fill.first)
 		}
 		batch := 1
 		if pipelined {

@@ -18,6 +18,7 @@
 //
 //	go run ./bench                      # or: make bench
 //	go run ./bench -duration 2s -rounds 1 -scenarios uncontended,keyspace
+//	go run ./bench -cluster             # 3-node clusters: failover, throughput (cluster.go)
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -185,7 +187,12 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		pin      = fs.String("pin", "auto", "CPUs for the servers (taskset -c LIST); auto: the upper half of this machine's CPUs; none: no pinning")
 		pinSelf  = fs.String("client-pin", "auto", "CPUs for this program; auto: the CPUs the servers do not get; none: no pinning")
 		tenureAt = fs.String("tenure-bin", "", "use this tenure binary instead of building ./cmd/tenure")
+		cluster  = fs.Bool("cluster", false, "the cluster mode (issue 20): failover of 3-node tenure and etcd clusters, and a tenure cluster's throughput against one server; -scenarios is not used, -targets only says whether etcd runs")
+		cs       clusterSettings
 	)
+	fs.IntVar(&cs.kills, "cluster-kills", 20, "leader kills of each failover setting (-cluster)")
+	fs.DurationVar(&cs.settle, "cluster-settle", time.Second, "after a killed node is back, wait this long before the next kill (-cluster)")
+	fs.DurationVar(&cs.faster, "cluster-election-timeout", 150*time.Millisecond, "tenure's --raft-election-timeout of the second failover setting (-cluster)")
 	fs.DurationVar(&s.duration, "duration", 1500*time.Millisecond, "measured time of each run")
 	fs.DurationVar(&s.warmup, "warmup", 300*time.Millisecond, "unmeasured time before it")
 	fs.IntVar(&s.clients, "clients", 50, "clients of the uncontended, renewal and keyspace scenarios")
@@ -232,6 +239,8 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		return fail("-renew-ttl and -expiry-ttl must be at least 1s (tenure's smallest TTL)")
 	case s.expirySpread < 0 || s.expiryTTL < s.expirySpread+time.Second:
 		return fail("-expiry-ttl must be at least -expiry-spread + 1s, for the waiters to join in time")
+	case cs.kills < 1 || cs.settle < 0 || cs.faster < 20*time.Millisecond:
+		return fail("-cluster-kills must be at least 1, -cluster-settle not negative, -cluster-election-timeout at least 20ms")
 	case retryStrategies[s.retry] == nil:
 		return fail("-redis-retry %q: want redislock or redsync", s.retry)
 	}
@@ -243,6 +252,15 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	tgts, err := pickTargets(*targets)
 	if err != nil {
 		return fail("%v", err)
+	}
+	withEtcd := false
+	if *cluster {
+		// tenure always; etcd if asked for; no redis-server.
+		withEtcd = slices.ContainsFunc(tgts, func(t *target) bool { return t.Etcd })
+		tgts = []*target{allTargets[0]}
+		if withEtcd {
+			tgts = append(tgts, allTargets[3])
+		}
 	}
 
 	// Tools first: a machine without redis-server or etcd says so in one
@@ -301,6 +319,13 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		l.taskset = ""
 	}
 
+	if *cluster {
+		progress("pinning: %s", pins.note)
+		if err := runCluster(ctx, l, s, cs, withEtcd, *rounds, *outDir, stdout, progress); err != nil {
+			return fail("%v", err)
+		}
+		return 0
+	}
 	total := 0
 	for _, sc := range picked {
 		for _, t := range tgts {
@@ -383,6 +408,15 @@ func runOnce(ctx context.Context, l *launcher, s *settings, sc *scenario, t *tar
 		return res
 	}
 	defer p.stop()
+	runOn(ctx, s, sc, p, &res, progress)
+	res.Seconds = time.Since(start).Seconds()
+	return res
+}
+
+// runOn runs sc against the running server p, into res.
+func runOn(ctx context.Context, s *settings, sc *scenario, p *process, res *result, progress func(string, ...any)) {
+	t := p.target
+	var err error
 	rn := &run{cfg: s, p: p, progress: progress}
 	switch {
 	case t.Redis:
@@ -391,7 +425,7 @@ func runOnce(ctx context.Context, l *launcher, s *settings, sc *scenario, t *tar
 		rn.lk = etcdLocker{}
 		if rn.etcd, err = dialEtcd(p.addr); err != nil {
 			res.Err = err.Error()
-			return res
+			return
 		}
 		defer closeEtcd(rn.etcd)
 	default:
@@ -410,8 +444,6 @@ func runOnce(ctx context.Context, l *launcher, s *settings, sc *scenario, t *tar
 	if err != nil {
 		res.Err = err.Error()
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res
 }
 
 // brief is a run's progress line: its rate and its p99, or what it has.

@@ -39,6 +39,9 @@ type startOptions struct {
 	// durability scenarios): tenure --fsync always, redis-server
 	// appendfsync always. etcd does so always.
 	fsyncAlways bool
+	// node, if not nil, makes the server one member of a cluster (the
+	// cluster mode, cluster.go).
+	node *clusterNode
 }
 
 // process is one running server, started fresh for each run so that no run
@@ -53,6 +56,7 @@ type process struct {
 	exited chan struct{} // closed when the process has exited
 	logged chan struct{} // closed when all its output is in its log
 	err    error         // its Wait error, once exited is closed
+	ready  chan string   // tenure's address, from its ready line
 }
 
 // launcher starts servers: the tenure binary it built, redis-server from
@@ -70,17 +74,36 @@ type launcher struct {
 // start launches a fresh server for t and waits until it answers PING.
 func (l *launcher) start(ctx context.Context, t *target, opt startOptions) (*process, error) {
 	l.seq++
-	dir := filepath.Join(l.tmp, fmt.Sprintf("%03d-%s", l.seq, t.Name))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	p, err := l.spawn(t, opt, filepath.Join(l.tmp, fmt.Sprintf("%03d-%s", l.seq, t.Name)))
 	if err != nil {
 		return nil, err
 	}
-	p := &process{target: t, dir: dir, logf: logf, exited: make(chan struct{}), logged: make(chan struct{})}
+	if err := p.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// spawn launches a server for t in dir (a dir of an earlier server: it
+// starts again on that server's data) and does not wait for it.
+func (l *launcher) spawn(t *target, opt startOptions, dir string) (*process, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	p := &process{target: t, dir: dir, logf: logf, exited: make(chan struct{}), logged: make(chan struct{}), ready: make(chan string, 1)}
 	var argv []string
 	switch {
+	case opt.node != nil && t.Etcd:
+		p.addr = opt.node.addr
+		argv = append([]string{l.etcdBin}, opt.node.etcdArgs(filepath.Join(dir, "data"))...)
+	case opt.node != nil:
+		p.addr = opt.node.addr
+		argv = append([]string{l.tenureBin, "--node-id", opt.node.id, "--peers", opt.node.peers, "--dir", filepath.Join(dir, "data"),
+			"--fsync", "everysec", "--max-clients", "19000"}, opt.node.extra...)
 	case t.Redis:
 		port, err := freePort()
 		if err != nil {
@@ -101,7 +124,7 @@ func (l *launcher) start(ctx context.Context, t *target, opt startOptions) (*pro
 			return nil, err
 		}
 		p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-		argv = append([]string{l.etcdBin}, etcdArgs(filepath.Join(dir, "data"), ports[0], ports[1])...)
+		argv = append([]string{l.etcdBin}, etcdArgs(filepath.Join(dir, "data"), "bench", ports[0], ports[1], "")...)
 	default:
 		fsync := "everysec"
 		if opt.fsyncAlways {
@@ -117,7 +140,6 @@ func (l *launcher) start(ctx context.Context, t *target, opt startOptions) (*pro
 	}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Stdout = logf
-	ready := make(chan string, 1)
 	p.cmd.Stderr = logf
 	var pw *io.PipeWriter
 	isTenure := !t.Redis && !t.Etcd
@@ -127,7 +149,7 @@ func (l *launcher) start(ctx context.Context, t *target, opt startOptions) (*pro
 		p.cmd.Stderr = pw
 		go func() {
 			defer close(p.logged)
-			watchReady(pr, logf, ready)
+			watchReady(pr, logf, p.ready)
 		}()
 	} else {
 		close(p.logged)
@@ -148,19 +170,27 @@ func (l *launcher) start(ctx context.Context, t *target, opt startOptions) (*pro
 		}
 		close(p.exited)
 	}()
+	return p, nil
+}
+
+// waitReady waits until the server answers: tenure's ready line logged and
+// PING answered, etcd's Status.
+func (p *process) waitReady(ctx context.Context) error {
+	t := p.target
+	isTenure := !t.Redis && !t.Etcd
 	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
 	if isTenure {
 		select {
-		case p.addr = <-ready:
+		case p.addr = <-p.ready:
 		case <-p.exited:
-			return nil, fmt.Errorf("tenure exited before it was ready (%v): %s", p.err, p.logTail())
+			return fmt.Errorf("tenure exited before it was ready (%v): %s", p.err, p.logTail())
 		case <-deadline.C:
 			p.stop()
-			return nil, fmt.Errorf("tenure did not log %q within 30s: %s", readyLine, p.logTail())
+			return fmt.Errorf("tenure did not log %q within 30s: %s", readyLine, p.logTail())
 		case <-ctx.Done():
 			p.stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
 	// Both must answer before a run starts: wait for the listener, not a
@@ -173,17 +203,17 @@ func (l *launcher) start(ctx context.Context, t *target, opt startOptions) (*pro
 	for {
 		err := answers(p.addr)
 		if err == nil {
-			return p, nil
+			return nil
 		}
 		select {
 		case <-p.exited:
-			return nil, fmt.Errorf("%s exited before it was ready (%v): %s", t.Name, p.err, p.logTail())
+			return fmt.Errorf("%s exited before it was ready (%v): %s", t.Name, p.err, p.logTail())
 		case <-deadline.C:
 			p.stop()
-			return nil, fmt.Errorf("%s was not ready within 30s (%v): %s", t.Name, err, p.logTail())
+			return fmt.Errorf("%s was not ready within 30s (%v): %s", t.Name, err, p.logTail())
 		case <-ctx.Done():
 			p.stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
