@@ -81,10 +81,12 @@ fuzz:
 # The torture harness (torture/): the server under a nemesis of kills,
 # freezes, cuts and swallowed replies, its lock clients' history checked.
 # A 40 s run is part of make test; make torture DURATION=30m runs a long one.
+# CLUSTER=3 runs a Raft cluster of three nodes under it instead (a 60 s run
+# is part of make test too): make torture CLUSTER=3 DURATION=10m.
 # Pass more flags with TORTUREFLAGS, e.g. TORTUREFLAGS='-keys 5 -seed 42'.
 DURATION ?= 60s
 torture: build
-	$(GO) run ./torture -server bin/tenure -duration $(DURATION) $(TORTUREFLAGS)
+	$(GO) run ./torture -server bin/tenure -duration $(DURATION) $(if $(CLUSTER),-cluster $(CLUSTER)) $(TORTUREFLAGS)
 
 clean:
 	rm -rf bin

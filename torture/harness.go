@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,15 +43,23 @@ type Config struct {
 	// LinBudget bounds the linearizability check of the history; a
 	// partition left undecided fails the run. 0: a default.
 	LinBudget time.Duration
+	// Cluster is the number of nodes of a Raft cluster to run (SPEC §10)
+	// instead of one server; 0: one server.
+	Cluster         int
+	ElectionTimeout time.Duration // the nodes' --raft-election-timeout; 0: the server's default
 }
 
 // Every kind of fault the nemesis knows.
 var allFaults = []string{"kill", "freeze", "cut", "swallow", "burst"}
 
+// Every kind of fault the nemesis of a cluster knows.
+var clusterFaults = []string{"kill-leader", "kill-follower", "stop-leader", "freeze", "cut", "swallow", "burst"}
+
 // clientConfig is what a child process of clients is told, in TORTURE_CLIENT.
 type clientConfig struct {
 	ID      string        `json:"id"`
-	Addr    string        `json:"addr"`
+	Addrs   []string      `json:"addrs"` // the proxies
+	Nodes   []string      `json:"nodes"` // a cluster's nodes' own addresses
 	Keys    []string      `json:"keys"`
 	TTL     time.Duration `json:"ttl"`
 	Workers int           `json:"workers"`
@@ -62,9 +71,12 @@ type harness struct {
 	cfg     Config
 	rng     *rand.Rand
 	history *History
-	srv     *server
-	proxy   *proxy
+	srvs    []*server // the one server, or the nodes of a cluster
+	proxies []*proxy  // one in front of each
+	gens    atomic.Int64
 	keys    []string
+	// nodeAddrs are a cluster's nodes' own addresses, as -MOVED names them.
+	nodeAddrs []string
 
 	mu       sync.Mutex
 	children []*childClients
@@ -100,6 +112,12 @@ func Run(cfg Config) (*Report, error) {
 	}
 	if len(cfg.Faults) == 0 {
 		cfg.Faults = allFaults
+		if cfg.Cluster > 0 {
+			cfg.Faults = clusterFaults
+		}
+	}
+	if cfg.ElectionTimeout <= 0 {
+		cfg.ElectionTimeout = 300 * time.Millisecond
 	}
 	if cfg.RedisRetries == 0 {
 		cfg.RedisRetries = -1
@@ -125,21 +143,40 @@ func Run(cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	h.srv = &server{bin: bin, dir: work + "/data"}
 	h.history.Add(Event{Kind: evConfig, Client: "harness", Start: mono(),
-		Detail: fmt.Sprintf("redis-retries=%d ttl=%v seed=%d", cfg.RedisRetries, cfg.TTL, cfg.Seed)})
-	addr, err := h.srv.start()
-	if err != nil {
-		return nil, err
+		Detail: fmt.Sprintf("redis-retries=%d ttl=%v seed=%d cluster=%d", cfg.RedisRetries, cfg.TTL, cfg.Seed, cfg.Cluster)})
+	defer func() {
+		for _, s := range h.srvs {
+			s.kill()
+		}
+	}()
+	defer func() {
+		for _, p := range h.proxies {
+			p.close()
+		}
+	}()
+	if cfg.Cluster > 0 {
+		if err := h.startCluster(bin, work); err != nil {
+			return nil, err
+		}
+	} else {
+		h.srvs = []*server{{bin: bin, dir: work + "/data"}}
+		if _, err := h.srvs[0].start(); err != nil {
+			return nil, err
+		}
+		p, err := startProxy(h.history, &h.gens)
+		if err != nil {
+			return nil, err
+		}
+		h.proxies = []*proxy{p}
+		begin := mono()
+		gen := p.setTarget(h.srvs[0].address())
+		h.history.Add(Event{Kind: evRestart, Client: "nemesis", Start: begin, End: mono(), Target: gen, Detail: "epoch " + h.epoch()})
 	}
-	defer h.srv.kill()
-	if h.proxy, err = startProxy(h.history); err != nil {
-		return nil, err
+	var addrs []string
+	for _, p := range h.proxies {
+		addrs = append(addrs, p.Addr())
 	}
-	begin := mono()
-	gen := h.proxy.setTarget(addr)
-	h.history.Add(Event{Kind: evRestart, Client: "nemesis", Start: begin, End: mono(), Target: gen, Detail: "epoch " + h.epoch()})
-	defer h.proxy.close()
 
 	// The clients.
 	ctx, stopClients := context.WithCancel(context.Background())
@@ -147,7 +184,7 @@ func Run(cfg Config) (*Report, error) {
 	var wg sync.WaitGroup
 	var closers []func()
 	for i := range cfg.Goroutines {
-		w, closeW, err := newWorker(fmt.Sprintf("g%d", i), h.proxy.Addr(), h.keys, cfg.TTL, cfg.RedisRetries, cfg.Seed+uint64(i)+1, h.history.Add)
+		w, closeW, err := newWorker(fmt.Sprintf("g%d", i), addrs, h.nodeAddrs, h.keys, cfg.TTL, cfg.RedisRetries, cfg.Seed+uint64(i)+1, h.history.Add)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +197,7 @@ func Run(cfg Config) (*Report, error) {
 	}
 	for i := range cfg.Procs {
 		c, err := h.startChild(clientConfig{
-			ID: fmt.Sprintf("p%d", i), Addr: h.proxy.Addr(), Keys: h.keys, TTL: cfg.TTL,
+			ID: fmt.Sprintf("p%d", i), Addrs: addrs, Nodes: h.nodeAddrs, Keys: h.keys, TTL: cfg.TTL,
 			Workers: max(cfg.PerProc, 1), Retries: cfg.RedisRetries, Seed: cfg.Seed + 1000*uint64(i+1),
 		})
 		if err != nil {
@@ -170,13 +207,20 @@ func Run(cfg Config) (*Report, error) {
 		}
 		h.children = append(h.children, c)
 	}
+	if cfg.Cluster > 0 {
+		h.logf("a cluster of %d nodes, election timeout %v", cfg.Cluster, cfg.ElectionTimeout)
+	}
 	h.logf("%d keys, %d client goroutines, %d client processes of %d, ttl %v, seed %d, faults %s, for %v",
 		cfg.Keys, cfg.Goroutines, cfg.Procs, max(cfg.PerProc, 1), cfg.TTL, cfg.Seed, strings.Join(cfg.Faults, ","), cfg.Duration)
 
 	// The nemesis, for the duration.
 	start := time.Now()
 	nctx, stopNemesis := context.WithTimeout(context.Background(), cfg.Duration)
-	h.nemesis(nctx)
+	if cfg.Cluster > 0 {
+		h.clusterNemesis(nctx)
+	} else {
+		h.nemesis(nctx)
+	}
 	stopNemesis()
 	h.logf("nemesis done after %v; stopping the clients", time.Since(start).Round(time.Millisecond))
 
@@ -186,8 +230,16 @@ func Run(cfg Config) (*Report, error) {
 	for _, c := range h.children {
 		c.thaw()
 	}
-	if !h.srv.running() {
-		if err := h.restart(); err != nil {
+	for i, s := range h.srvs {
+		if s.running() {
+			continue
+		}
+		if cfg.Cluster > 0 {
+			err = h.restartNode(i)
+		} else {
+			err = h.restart()
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -212,32 +264,40 @@ func Run(cfg Config) (*Report, error) {
 		f()
 	}
 	final := map[string]string{}
-	rdb := redis.NewClient(&redis.Options{Addr: h.srv.address(), MaxRetries: 3})
+	last, err := h.finalNode()
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range h.keys {
 		start := mono()
-		v, err := rdb.Get(context.Background(), counterKey(k)).Result()
+		v, err := readFinal(last, counterKey(k))
 		if err != nil && !errors.Is(err, redis.Nil) {
 			problems = append(problems, fmt.Sprintf("reading %s after the run: %v", counterKey(k), err))
 		}
 		final[k] = v
 		h.history.Add(Event{Kind: evFinal, Client: "harness", Key: k, Value: v, Start: start, End: mono(), Result: result(err)})
 	}
-	rdb.Close()
-	info, err := h.srv.info(context.Background())
+	info, err := last.info(context.Background())
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("INFO after the run: %v", err))
 	}
 	h.history.Add(Event{Kind: evCounter, Client: "harness", End: mono(),
 		Detail: fmt.Sprintf("epoch=%s grants_total=%s leases=%s renewals_total=%s", info["epoch"], info["grants_total"], info["leases"], info["renewals_total"])})
-	h.proxy.close()
-	if err := h.srv.stop(); err != nil {
-		problems = append(problems, err.Error())
+	var proxyConns int64
+	for _, p := range h.proxies {
+		p.close()
+		proxyConns += p.accepted.Load()
 	}
-	h.srv.mu.Lock()
-	for _, c := range h.srv.crash {
-		problems = append(problems, "the server "+c)
+	for _, s := range h.srvs {
+		if err := s.stop(); err != nil {
+			problems = append(problems, err.Error())
+		}
+		s.mu.Lock()
+		for _, c := range s.crash {
+			problems = append(problems, "the server "+c)
+		}
+		s.mu.Unlock()
 	}
-	h.srv.mu.Unlock()
 
 	h.logf("checking the history")
 	rep := check(h.history.Events(), info, cfg.LinBudget)
@@ -245,7 +305,7 @@ func Run(cfg Config) (*Report, error) {
 	rep.Faults = h.faults
 	rep.Restarts = h.restarts
 	rep.Violations = append(rep.Violations, problems...)
-	rep.ProxyConns = h.proxy.accepted.Load()
+	rep.ProxyConns = proxyConns
 	if len(rep.Violations) > 0 || cfg.KeepAll {
 		path := cfg.History
 		if path == "" {
@@ -269,7 +329,7 @@ func Run(cfg Config) (*Report, error) {
 
 // epoch is the server's epoch, from INFO.
 func (h *harness) epoch() string {
-	info, err := h.srv.info(context.Background())
+	info, err := h.srvs[0].info(context.Background())
 	if err != nil {
 		return "?"
 	}
@@ -280,12 +340,12 @@ func (h *harness) epoch() string {
 // begins to pass connections to it: the clients' commands reach it only
 // from then on.
 func (h *harness) restart() error {
-	addr, err := h.srv.start()
+	addr, err := h.srvs[0].start()
 	if err != nil {
 		return err
 	}
 	begin := mono()
-	gen := h.proxy.setTarget(addr)
+	gen := h.proxies[0].setTarget(addr)
 	h.mu.Lock()
 	h.restarts++
 	h.mu.Unlock()
@@ -311,55 +371,64 @@ func (h *harness) nemesis(ctx context.Context) {
 				continue
 			}
 			lastKill = time.Now()
-			h.proxy.setTarget("")
-			h.srv.kill()
+			h.proxies[0].setTarget("")
+			h.srvs[0].kill()
 			down := time.Duration(h.rng.IntN(300)) * time.Millisecond
 			detail = fmt.Sprintf("SIGKILL, down %v", down)
 			h.fault(kind, detail)
 			sleep(context.Background(), down)
 			if err := h.restart(); err != nil {
 				h.logf("restart failed: %v", err)
-				h.srv.mu.Lock()
-				h.srv.crash = append(h.srv.crash, "did not restart: "+err.Error())
-				h.srv.mu.Unlock()
+				h.srvs[0].mu.Lock()
+				h.srvs[0].crash = append(h.srvs[0].crash, "did not restart: "+err.Error())
+				h.srvs[0].mu.Unlock()
 				return
 			}
 			continue
 		case "freeze":
-			var thawed []*childClients
-			for _, c := range h.children {
-				if !c.isFrozen() {
-					thawed = append(thawed, c)
-				}
-			}
-			if len(thawed) == 0 {
+			if detail = h.freezeSome(&thaws); detail == "" {
 				continue
 			}
-			c := thawed[h.rng.IntN(len(thawed))]
-			d := h.cfg.TTL/2 + time.Duration(h.rng.Int64N(int64(3*h.cfg.TTL)))
-			c.freeze()
-			detail = fmt.Sprintf("SIGSTOP %s for %v", c.id, d.Round(time.Millisecond))
-			thaws.Add(1)
-			go func() {
-				defer thaws.Done()
-				sleep(context.Background(), d)
-				c.thaw()
-			}()
 		case "cut":
 			frac := []float64{0.3, 1}[h.rng.IntN(2)]
-			detail = fmt.Sprintf("cut %d connections", h.proxy.cut(h.rng, frac))
+			detail = fmt.Sprintf("cut %d connections", h.proxies[0].cut(h.rng, frac))
 		case "swallow":
-			detail = fmt.Sprintf("swallow the next reply of %d connections", h.proxy.swallowSome(h.rng, 0.3))
+			detail = fmt.Sprintf("swallow the next reply of %d connections", h.proxies[0].swallowSome(h.rng, 0.3))
 		case "burst":
 			n := 100 + h.rng.IntN(200)
-			detail = fmt.Sprintf("burst of %d connections: %s", n, burst(h.proxy.Addr(), n))
+			detail = fmt.Sprintf("burst of %d connections: %s", n, burst(h.proxies[0].Addr(), n))
 		}
 		h.fault(kind, detail)
 	}
 }
 
+// freezeSome SIGSTOPs a child process of clients that runs, for half a ttl
+// to 3.5 ttls, and says so; "": none runs.
+func (h *harness) freezeSome(thaws *sync.WaitGroup) string {
+	var thawed []*childClients
+	for _, c := range h.children {
+		if !c.isFrozen() {
+			thawed = append(thawed, c)
+		}
+	}
+	if len(thawed) == 0 {
+		return ""
+	}
+	c := thawed[h.rng.IntN(len(thawed))]
+	d := h.cfg.TTL/2 + time.Duration(h.rng.Int64N(int64(3*h.cfg.TTL)))
+	c.freeze()
+	thaws.Add(1)
+	go func() {
+		defer thaws.Done()
+		sleep(context.Background(), d)
+		c.thaw()
+	}()
+	return fmt.Sprintf("SIGSTOP %s for %v", c.id, d.Round(time.Millisecond))
+}
+
 // faultWeights make freezes the commonest fault and bursts the rarest.
-var faultWeights = map[string]int{"kill": 2, "freeze": 4, "cut": 2, "swallow": 3, "burst": 1}
+var faultWeights = map[string]int{"kill": 2, "freeze": 4, "cut": 2, "swallow": 3, "burst": 1,
+	"kill-leader": 2, "kill-follower": 1, "stop-leader": 2}
 
 // pick draws a kind of fault among those asked, by weight.
 func (h *harness) pick() string {
@@ -515,7 +584,7 @@ func clientMain(env string) int {
 	}()
 	var wg sync.WaitGroup
 	for i := range cc.Workers {
-		w, closeW, err := newWorker(cc.ID+"."+strconv.Itoa(i), cc.Addr, cc.Keys, cc.TTL, cc.Retries, cc.Seed+uint64(i), emit)
+		w, closeW, err := newWorker(cc.ID+"."+strconv.Itoa(i), cc.Addrs, cc.Nodes, cc.Keys, cc.TTL, cc.Retries, cc.Seed+uint64(i), emit)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2

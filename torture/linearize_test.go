@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -180,7 +181,7 @@ func TestProxyRecordsTheWire(t *testing.T) {
 	}()
 
 	h := &History{}
-	p, err := startProxy(h)
+	p, err := startProxy(h, new(atomic.Int64))
 	if err != nil {
 		t.Fatal(err)
 	}

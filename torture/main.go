@@ -33,7 +33,15 @@
 // history of a failing run to a file, with porcupine's picture of each
 // partition that is not linearizable beside it. It exits 1 on a violation.
 //
+// With -cluster 3 it runs a Raft cluster of three nodes instead (SPEC §10,
+// issue 20; cluster.go), each behind a proxy, the clients following the
+// leader, and a nemesis that SIGKILLs the leader and followers and SIGSTOPs
+// the leader past the election timeout. It checks (a), (b), (c) and the
+// counters of (d) as for one server, epochs now the leaders'; not the lock
+// commands of (d) nor (e), whose partitions are a server's runs.
+//
 //	go run ./torture -duration 30m
+//	go run ./torture -cluster 3 -duration 10m
 package main
 
 import (
@@ -59,11 +67,13 @@ func main() {
 		serverBin  = flag.String("server", "", "tenure binary (default: build ./cmd/tenure)")
 		race       = flag.Bool("race", false, "build the server with -race")
 		retries    = flag.Int("redis-retries", -1, "go-redis MaxRetries of the SDK's clients (-1: none; the SDK retries itself)")
-		faults     = flag.String("faults", strings.Join(allFaults, ","), "faults to inject")
+		faults     = flag.String("faults", "", "faults to inject (default: "+strings.Join(allFaults, ",")+"; in a cluster "+strings.Join(clusterFaults, ",")+")")
 		history    = flag.String("history", "", "file for a failing run's history (default torture-history-UNIX.jsonl)")
 		keep       = flag.Bool("keep-history", false, "write the history of a passing run too")
 		recheck    = flag.String("check", "", "check a history `file` written by an earlier run, and run nothing")
 		linBudget  = flag.Duration("lin-budget", 0, "time for the linearizability check (0: 2m); undecided partitions fail the run")
+		nodes      = flag.Int("cluster", 0, "run a Raft cluster of this many nodes instead of one server (0: one server)")
+		election   = flag.Duration("raft-election-timeout", 300*time.Millisecond, "the cluster's --raft-election-timeout")
 	)
 	flag.Parse()
 	if *recheck != "" {
@@ -81,7 +91,7 @@ func main() {
 	rep, err := Run(Config{
 		Duration: *duration, Seed: *seed, Keys: *keys, Goroutines: *goroutines,
 		Procs: *procs, PerProc: *perProc, TTL: *ttl, Server: *serverBin, Race: *race, RedisRetries: *retries,
-		Faults: strings.Split(*faults, ","), History: *history, KeepAll: *keep,
+		Faults: faultList(*faults), Cluster: *nodes, ElectionTimeout: *election, History: *history, KeepAll: *keep,
 		ClientExe: []string{os.Args[0]}, Log: os.Stderr, LinBudget: *linBudget,
 	})
 	if rep != nil {
@@ -94,4 +104,12 @@ func main() {
 	if len(rep.Violations) > 0 {
 		os.Exit(1)
 	}
+}
+
+// faultList is the -faults flag's list; empty: the default.
+func faultList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

@@ -28,7 +28,7 @@ type proxy struct {
 	ln      net.Listener
 	history *History
 	target  atomic.Pointer[proxyTarget] // nil while the server is down
-	gens    atomic.Int64
+	gens    *atomic.Int64               // shared by the proxies of a cluster's nodes
 
 	mu    sync.Mutex
 	conns map[*pconn]struct{}
@@ -50,12 +50,12 @@ func (c *pconn) close() {
 	})
 }
 
-func startProxy(history *History) (*proxy, error) {
+func startProxy(history *History, gens *atomic.Int64) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, history: history, conns: map[*pconn]struct{}{}}
+	p := &proxy{ln: ln, history: history, gens: gens, conns: map[*pconn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil

@@ -20,6 +20,8 @@ import (
 // started again) on one data directory.
 type server struct {
 	bin, dir string
+	addrFlag string   // --addr; "": any port
+	extra    []string // more flags: a cluster node's
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -49,7 +51,11 @@ func buildServer(dir string, race bool) (string, error) {
 // resource, and must not lose an acknowledged write to a SIGKILL) and waits
 // until it listens.
 func (s *server) start() (string, error) {
-	cmd := exec.Command(s.bin, "--addr", "127.0.0.1:0", "--dir", s.dir, "--fsync", "always", "--max-clients", "2000")
+	addr := s.addrFlag
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	cmd := exec.Command(s.bin, append([]string{"--addr", addr, "--dir", s.dir, "--fsync", "always", "--max-clients", "2000"}, s.extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return "", err
@@ -117,6 +123,15 @@ func (s *server) kill() {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-done
+}
+
+// signal sends sig to the server, if it runs.
+func (s *server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		s.cmd.Process.Signal(sig)
+	}
 }
 
 // stop asks the server to shut down cleanly, and kills it if it does not.

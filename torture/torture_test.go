@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,31 @@ func TestMain(m *testing.M) {
 	if env := os.Getenv("TORTURE_CLIENT"); env != "" {
 		os.Exit(clientMain(env))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if serverDir != "" {
+		os.RemoveAll(serverDir)
+	}
+	os.Exit(code)
+}
+
+// The server binary the runs share, built once (with -race under -race).
+var (
+	serverOnce sync.Once
+	serverDir  string
+	serverBin  string
+	serverErr  error
+)
+
+func testServer(t *testing.T) string {
+	serverOnce.Do(func() {
+		if serverDir, serverErr = os.MkdirTemp("", "tenure-torture-bin-"); serverErr == nil {
+			serverBin, serverErr = buildServer(serverDir, testenv.RaceEnabled())
+		}
+	})
+	if serverErr != nil {
+		t.Fatal(serverErr)
+	}
+	return serverBin
 }
 
 // TestTorture is the CI-sized run of the harness: 40 s of nemesis over a
@@ -39,7 +64,7 @@ func TestTorture(t *testing.T) {
 		Procs:      2,
 		PerProc:    2,
 		TTL:        time.Second,
-		Race:       testenv.RaceEnabled(),
+		Server:     testServer(t),
 		History:    history,
 		ClientExe:  []string{os.Args[0]},
 		Log:        &log,
@@ -67,5 +92,53 @@ func TestTorture(t *testing.T) {
 	if rep.Granted == 0 || rep.Accepted == 0 || rep.Restarts == 0 || rep.LinCounters.Ops == 0 || rep.LinLocks.Partitions <= rep.Restarts {
 		t.Fatalf("the run did too little to show anything: %d grants, %d accepted writes, %d restarts, %d counter operations and %d lock partitions checked for linearizability",
 			rep.Granted, rep.Accepted, rep.Restarts, rep.LinCounters.Ops, rep.LinLocks.Partitions)
+	}
+}
+
+// TestTortureCluster is the CI-sized run of the harness in cluster mode
+// (issue 20): 60 s of nemesis over a Raft cluster of three server
+// processes, SIGKILLs of the leader and of followers, SIGSTOPs of the
+// leader past its election timeout, and the single server's faults of the
+// clients' side. Any violation fails it; its history is kept in
+// torture/torture-history-cluster-failed.jsonl.
+// `make torture CLUSTER=3 DURATION=10m` runs the long one.
+func TestTortureCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster under a nemesis for 60s")
+	}
+	history := t.TempDir() + "/history.jsonl"
+	var log bytes.Buffer
+	rep, err := Run(Config{
+		Duration:   60 * time.Second,
+		Seed:       uint64(time.Now().UnixNano()),
+		Keys:       3,
+		Goroutines: 4,
+		Procs:      2,
+		PerProc:    2,
+		TTL:        time.Second,
+		Server:     testServer(t),
+		History:    history,
+		ClientExe:  []string{os.Args[0]},
+		Log:        &log,
+		Cluster:    3,
+	})
+	var out bytes.Buffer
+	if rep != nil {
+		rep.Print(&out)
+	}
+	t.Logf("%s%s", log.String(), out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Violations) > 0 {
+		if data, err := os.ReadFile(history); err == nil {
+			os.WriteFile("torture-history-cluster-failed.jsonl", data, 0o644)
+		}
+		t.Fatalf("%d violations; the history is in torture/torture-history-cluster-failed.jsonl", len(rep.Violations))
+	}
+	nodeFaults := rep.Faults["kill-leader"] + rep.Faults["kill-follower"] + rep.Faults["stop-leader"]
+	if rep.Granted == 0 || rep.Accepted == 0 || nodeFaults < 3 || rep.Epochs < 2 || rep.LinCounters.Ops == 0 {
+		t.Fatalf("the run did too little to show anything: %d grants, %d accepted writes, %d kills and stops of nodes, %d epochs granted, %d counter operations checked for linearizability",
+			rep.Granted, rep.Accepted, nodeFaults, rep.Epochs, rep.LinCounters.Ops)
 	}
 }

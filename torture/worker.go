@@ -32,7 +32,7 @@ type worker struct {
 	rng     *rand.Rand
 	emit    func(Event)
 	lock    *locks.Lock
-	data    *redis.Client // for the counters: no retries, a write is sent once
+	data    locks.Store // for the counters: no retries, a write is sent once
 	holds   int64
 	stopped atomic.Bool
 }
@@ -43,24 +43,40 @@ type worker struct {
 // retries resend a LOCK.HOLD whenever they like: after a freeze, after the
 // server has forgotten the request id, and so get a second lease for it
 // (LOCK-03), which this harness reports.
-func newWorker(id, addr string, keys []string, ttl time.Duration, retries int, seed uint64, emit func(Event)) (*worker, func(), error) {
-	// The SDK waits in line in chunks of half the read timeout.
-	lockClient := redis.NewClient(&redis.Options{
-		Addr: addr, ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
-		PoolSize: 4, MaxRetries: retries,
-	})
-	data := redis.NewClient(&redis.Options{
-		Addr: addr, ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
-		PoolSize: 2, MaxRetries: -1,
-	})
+//
+// addrs are the proxies of the nodes of a cluster, or of the one server;
+// with more than one, the worker's clients follow the leader (leaderStore),
+// nodes being the nodes' own addresses.
+func newWorker(id string, addrs, nodes []string, keys []string, ttl time.Duration, retries int, seed uint64, emit func(Event)) (*worker, func(), error) {
+	var lockClient, data locks.Store
+	var closeAll func()
+	if len(addrs) > 1 {
+		// Every lock command is sent once per try of the SDK: a
+		// redirection is resent to the leader, nothing else.
+		ls := newLeaderStore(addrs, nodes, 4, true)
+		ds := newLeaderStore(addrs, nodes, 2, false)
+		lockClient, data = ls, ds
+		closeAll = func() { ls.Close(); ds.Close() }
+	} else {
+		// The SDK waits in line in chunks of half the read timeout.
+		lc := redis.NewClient(&redis.Options{
+			Addr: addrs[0], ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
+			PoolSize: 4, MaxRetries: retries,
+		})
+		dc := redis.NewClient(&redis.Options{
+			Addr: addrs[0], ReadTimeout: time.Second, WriteTimeout: time.Second, DialTimeout: time.Second,
+			PoolSize: 2, MaxRetries: -1,
+		})
+		lockClient, data = lc, dc
+		closeAll = func() { lc.Close(); dc.Close() }
+	}
 	l, err := locks.OpenLock(lockClient, lockName, locks.TTL(ttl))
 	if err != nil {
-		lockClient.Close()
-		data.Close()
+		closeAll()
 		return nil, nil, err
 	}
 	w := &worker{id: id, keys: keys, ttl: ttl, rng: rand.New(rand.NewPCG(seed, 0x70727475)), emit: emit, lock: l, data: data}
-	return w, func() { lockClient.Close(); data.Close() }, nil
+	return w, closeAll, nil
 }
 
 // run holds keys until ctx ends.
@@ -120,7 +136,7 @@ func (w *worker) underLease(ctx context.Context, n int64, key string, lease *loc
 			opCtx = context.Background()
 		}
 		start := mono()
-		v, err := w.data.Get(opCtx, ck).Result()
+		v, err := w.data.Do(opCtx, "GET", ck).Text()
 		w.emit(Event{Kind: evRead, Client: w.id, Hold: n, Key: key, Fence: lease.Fence, Start: start, End: mono(), Value: v, Result: result(err)})
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil
