@@ -54,41 +54,7 @@ func TestTorture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the server under a nemesis for 40s")
 	}
-	history := t.TempDir() + "/history.jsonl"
-	var log bytes.Buffer
-	rep, err := Run(Config{
-		Duration:   40 * time.Second,
-		Seed:       uint64(time.Now().UnixNano()),
-		Keys:       3,
-		Goroutines: 4,
-		Procs:      2,
-		PerProc:    2,
-		TTL:        time.Second,
-		Server:     testServer(t),
-		History:    history,
-		ClientExe:  []string{os.Args[0]},
-		Log:        &log,
-	})
-	var out bytes.Buffer
-	if rep != nil {
-		rep.Print(&out)
-	}
-	t.Logf("%s%s", log.String(), out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Violations) > 0 {
-		if data, err := os.ReadFile(history); err == nil {
-			os.WriteFile("torture-history-failed.jsonl", data, 0o644)
-		}
-		// porcupine's pictures of what is not linearizable, beside it.
-		for _, v := range rep.Visuals {
-			if data, err := os.ReadFile(v); err == nil {
-				os.WriteFile("torture-history-failed.jsonl"+strings.TrimPrefix(filepath.Base(v), filepath.Base(history)), data, 0o644)
-			}
-		}
-		t.Fatalf("%d violations; the history is in torture/torture-history-failed.jsonl", len(rep.Violations))
-	}
+	rep := runCISized(t, Config{Duration: 40 * time.Second}, "torture-history-failed.jsonl")
 	if rep.Granted == 0 || rep.Accepted == 0 || rep.Restarts == 0 || rep.LinCounters.Ops == 0 || rep.LinLocks.Partitions <= rep.Restarts {
 		t.Fatalf("the run did too little to show anything: %d grants, %d accepted writes, %d restarts, %d counter operations and %d lock partitions checked for linearizability",
 			rep.Granted, rep.Accepted, rep.Restarts, rep.LinCounters.Ops, rep.LinLocks.Partitions)
@@ -106,22 +72,27 @@ func TestTortureCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster under a nemesis for 60s")
 	}
+	rep := runCISized(t, Config{Duration: 60 * time.Second, Cluster: 3}, "torture-history-cluster-failed.jsonl")
+	nodeFaults := rep.Faults["kill-leader"] + rep.Faults["kill-follower"] + rep.Faults["stop-leader"]
+	if rep.Granted == 0 || rep.Accepted == 0 || nodeFaults < 3 || rep.Epochs < 2 || rep.LinCounters.Ops == 0 {
+		t.Fatalf("the run did too little to show anything: %d grants, %d accepted writes, %d kills and stops of nodes, %d epochs granted, %d counter operations checked for linearizability",
+			rep.Granted, rep.Accepted, nodeFaults, rep.Epochs, rep.LinCounters.Ops)
+	}
+}
+
+// runCISized runs the harness with c's duration and mode and the CI-sized
+// clients (3 keys, 4 goroutines here and 2 in each of 2 child processes,
+// ttl 1 s), logs its report, and fails the test on any violation, keeping
+// the history in torture/<failed>, with porcupine's picture of each
+// partition that is not linearizable beside it (<failed>.PARTITION.html).
+func runCISized(t *testing.T, c Config, failed string) *Report {
+	t.Helper()
 	history := t.TempDir() + "/history.jsonl"
 	var log bytes.Buffer
-	rep, err := Run(Config{
-		Duration:   60 * time.Second,
-		Seed:       uint64(time.Now().UnixNano()),
-		Keys:       3,
-		Goroutines: 4,
-		Procs:      2,
-		PerProc:    2,
-		TTL:        time.Second,
-		Server:     testServer(t),
-		History:    history,
-		ClientExe:  []string{os.Args[0]},
-		Log:        &log,
-		Cluster:    3,
-	})
+	c.Seed = uint64(time.Now().UnixNano())
+	c.Keys, c.Goroutines, c.Procs, c.PerProc, c.TTL = 3, 4, 2, 2, time.Second
+	c.Server, c.History, c.ClientExe, c.Log = testServer(t), history, []string{os.Args[0]}, &log
+	rep, err := Run(c)
 	var out bytes.Buffer
 	if rep != nil {
 		rep.Print(&out)
@@ -132,13 +103,14 @@ func TestTortureCluster(t *testing.T) {
 	}
 	if len(rep.Violations) > 0 {
 		if data, err := os.ReadFile(history); err == nil {
-			os.WriteFile("torture-history-cluster-failed.jsonl", data, 0o644)
+			os.WriteFile(failed, data, 0o644)
 		}
-		t.Fatalf("%d violations; the history is in torture/torture-history-cluster-failed.jsonl", len(rep.Violations))
+		for _, v := range rep.Visuals {
+			if data, err := os.ReadFile(v); err == nil {
+				os.WriteFile(failed+strings.TrimPrefix(filepath.Base(v), filepath.Base(history)), data, 0o644)
+			}
+		}
+		t.Fatalf("%d violations; the history is in torture/%s", len(rep.Violations), failed)
 	}
-	nodeFaults := rep.Faults["kill-leader"] + rep.Faults["kill-follower"] + rep.Faults["stop-leader"]
-	if rep.Granted == 0 || rep.Accepted == 0 || nodeFaults < 3 || rep.Epochs < 2 || rep.LinCounters.Ops == 0 {
-		t.Fatalf("the run did too little to show anything: %d grants, %d accepted writes, %d kills and stops of nodes, %d epochs granted, %d counter operations checked for linearizability",
-			rep.Granted, rep.Accepted, nodeFaults, rep.Epochs, rep.LinCounters.Ops)
-	}
+	return rep
 }
