@@ -157,34 +157,25 @@ func (n *Node) PeersRefused() int64 { return n.peersRefused.Load() }
 // for INFO's lag and CLUSTER SHARDS' health.
 const pollEvery = time.Second
 
+// pollPeers reads, on the leader, each peer's applied index.
 func (n *Node) pollPeers() {
-	defer n.wg.Done()
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-		}
-		if n.raft.State() != raft.Leader {
+	if n.raft.State() != raft.Leader {
+		return
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == n.cfg.NodeID {
 			continue
 		}
-		f := n.raft.GetConfiguration()
-		if f.Error() != nil {
+		idx, err := peerApplied(string(s.Address), n.cfg.Key, 300*time.Millisecond)
+		if err != nil {
+			n.peerApplied.Store(string(s.ID), int64(-1))
 			continue
 		}
-		for _, s := range f.Configuration().Servers {
-			if string(s.ID) == n.cfg.NodeID {
-				continue
-			}
-			idx, err := peerApplied(string(s.Address), n.cfg.Key, 300*time.Millisecond)
-			if err != nil {
-				n.peerApplied.Store(string(s.ID), int64(-1))
-				continue
-			}
-			n.peerApplied.Store(string(s.ID), int64(idx))
-		}
+		n.peerApplied.Store(string(s.ID), int64(idx))
 	}
 }
 

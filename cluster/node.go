@@ -195,8 +195,8 @@ func (n *Node) Start(srv *resp.Server, locks *lockmod.Manager) error {
 	}
 	n.wg.Add(3)
 	go n.followLeadership()
-	go n.sweep()
-	go n.pollPeers()
+	go n.every(sweepEvery, n.sweep)
+	go n.every(pollEvery, n.pollPeers)
 	return nil
 }
 
@@ -330,8 +330,25 @@ const sweepEvery = 100 * time.Millisecond
 // sweep is active expiry in a cluster: only the leader, and only through
 // the log, deletes expired keys, so every node deletes the same ones.
 func (n *Node) sweep() {
+	for n.ready.Load() {
+		now := time.Now().UnixMilli()
+		if due, err := n.cfg.Store.Due(now); err != nil || !due {
+			return
+		}
+		f := n.raft.Apply(encodeSweep(now, 256), applyTimeout)
+		if f.Error() != nil {
+			return
+		}
+		if deleted, ok := f.Response().(int); !ok || deleted < 256 {
+			return
+		}
+	}
+}
+
+// every runs f every d until the node stops.
+func (n *Node) every(d time.Duration, f func()) {
 	defer n.wg.Done()
-	t := time.NewTicker(sweepEvery)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -339,18 +356,6 @@ func (n *Node) sweep() {
 			return
 		case <-t.C:
 		}
-		for n.ready.Load() {
-			now := time.Now().UnixMilli()
-			if due, err := n.cfg.Store.Due(now); err != nil || !due {
-				break
-			}
-			f := n.raft.Apply(encodeSweep(now, 256), applyTimeout)
-			if f.Error() != nil {
-				break
-			}
-			if deleted, ok := f.Response().(int); !ok || deleted < 256 {
-				break
-			}
-		}
+		f()
 	}
 }
