@@ -101,14 +101,7 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 		}()
 		return fn(leaseContext{fnCtx, lease}, lease)
 	}()
-	switch {
-	case lost == nil:
-		return fnErr
-	case fnErr != nil:
-		return errors.Join(fnErr, lost)
-	default:
-		return lost
-	}
+	return holdResult(fnErr, lost)
 }
 
 // acquire gets key for one reqid (SPEC §8): HOLDs with the same reqid, each
@@ -497,4 +490,17 @@ func (l *Lock) letGo(base context.Context, k *keeper) *LostError {
 	le.closeDone()
 	le.mu.Unlock()
 	return lost
+}
+
+// holdResult is what Hold returns: fn's error, the lease's loss (ErrLost
+// even when fn succeeded), or both.
+func holdResult(fnErr error, lost *LostError) error {
+	switch {
+	case lost == nil:
+		return fnErr
+	case fnErr != nil:
+		return errors.Join(fnErr, lost)
+	default:
+		return lost
+	}
 }

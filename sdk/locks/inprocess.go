@@ -66,14 +66,7 @@ func (l *Lock) holdInProcess(ctx context.Context, key string, fn func(context.Co
 		}()
 		return fn(leaseContext{fnCtx, lease}, lease)
 	}()
-	switch {
-	case lost == nil:
-		return fnErr
-	case fnErr != nil:
-		return errors.Join(fnErr, lost)
-	default:
-		return lost
-	}
+	return holdResult(fnErr, lost)
 }
 
 // letGoInProcess releases a lease held in process when fn returns, unless
