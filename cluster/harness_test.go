@@ -1,14 +1,11 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 
 	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/cluster"
+	"github.com/tenure-db/tenure/internal/testenv"
 )
 
 // testElection is the election timeout of the tests' clusters: short, so
@@ -30,7 +28,7 @@ type testCluster struct {
 	peers []cluster.Peer
 	nodes []*testNode
 	key   []byte
-	log   *syncBuffer // every node's log lines
+	log   *testenv.LogBuffer // every node's log lines
 }
 
 type testNode struct {
@@ -43,7 +41,7 @@ type testNode struct {
 // names real ports and no node ever races another for one.
 func newCluster(t *testing.T, n int, opts ...func(*tenure.ClusterOptions)) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, log: &syncBuffer{}}
+	tc := &testCluster{t: t, log: &testenv.LogBuffer{}}
 	var lns []net.Listener
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -191,22 +189,3 @@ func (tc *testCluster) infoField(i int, section, field string) string {
 	}
 	return ""
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)

@@ -5,7 +5,6 @@ package resp_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,13 +15,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-db/tenure"
+	"github.com/tenure-db/tenure/internal/testenv"
 	"github.com/tenure-db/tenure/lockmod"
 	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
@@ -83,27 +82,9 @@ func scrape(t *testing.T, url string) map[string]float64 {
 	return series
 }
 
-// syncBuffer is a log destination that tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func TestMetrics(t *testing.T) {
 	clock := lockmod.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	s := resptest.Start(t, tenure.Options{Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	url := serveMetrics(t, s)
 	c := s.Client()

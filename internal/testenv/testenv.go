@@ -1,5 +1,6 @@
 // Package testenv answers what tests ask about the binary they run in
-// (was it built with -race?). It is for tests only, and is not where test
+// (was it built with -race?), and holds what tests of several packages share
+// (LogBuffer). It is for tests only, and is not where test
 // servers are started: that is resptest.
 package testenv
 
