@@ -2,7 +2,7 @@
 // tenures replicating every keyspace write and every new epoch through
 // hashicorp/raft, on the client port.
 //
-// A Node owns the Raft instance, its log and stable store (raft-boltdb,
+// A Node owns the Raft instance, its log and stable store (raft-wal,
 // which fsyncs every append before Raft acknowledges it, so a write is
 // acknowledged once a majority has it on disk, whatever --fsync says), its
 // snapshots (a Pebble snapshot of the whole keyspace), the FSM that

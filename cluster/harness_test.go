@@ -24,7 +24,7 @@ const testElection = 300 * time.Millisecond
 // testCluster is n tenures in this process, each on its own loopback
 // listener and data directory, as --peers names them.
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	peers []cluster.Peer
 	nodes []*testNode
 	key   []byte
@@ -39,7 +39,7 @@ type testNode struct {
 
 // newCluster starts n nodes. Each listener is opened first, so --peers
 // names real ports and no node ever races another for one.
-func newCluster(t *testing.T, n int, opts ...func(*tenure.ClusterOptions)) *testCluster {
+func newCluster(t testing.TB, n int, opts ...func(*tenure.ClusterOptions)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, log: &testenv.LogBuffer{}}
 	var lns []net.Listener

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/tenure-db/tenure/kv"
 	"github.com/tenure-db/tenure/lockmod"
@@ -58,7 +57,7 @@ type Node struct {
 	raft  *raft.Raft
 	fsm   *fsm
 	layer *raftLayer
-	logs  *raftboltdb.BoltStore
+	logs  *logStore
 	snaps *raft.FileSnapshotStore
 	trans *raft.NetworkTransport
 	locks *lockmod.Manager
@@ -120,9 +119,9 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	logs, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	logs, err := openLogStore(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open the raft log in %s: %w", dir, err)
+		return nil, err
 	}
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: hclogWriter{cfg.Logger}, Level: hclog.Warn})
 	if cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
@@ -173,11 +172,11 @@ func (n *Node) Start(srv *resp.Server, locks *lockmod.Manager) error {
 	if n.cfg.TrailingLogs > 0 {
 		rc.TrailingLogs = n.cfg.TrailingLogs
 	}
-	existing, err := raft.HasExistingState(n.logs, n.logs, n.snaps)
+	existing, err := raft.HasExistingState(n.logs.cache, n.logs.wal, n.snaps)
 	if err != nil {
 		return err
 	}
-	r, err := raft.NewRaft(rc, n.fsm, n.logs, n.logs, n.snaps, n.trans)
+	r, err := raft.NewRaft(rc, n.fsm, n.logs.cache, n.logs.wal, n.snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
