@@ -30,6 +30,20 @@ def tenure_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def ready(proc: subprocess.Popen, log: Path, timeout: float) -> str:
+    """Waits until the tenure process writing log says it accepts
+    connections, and returns the address it listens on."""
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up:
+        m = re.search(r'ready to accept connections" addr=(\S+)', log.read_text())
+        if m:
+            return m.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.01)
+    raise RuntimeError(f"tenure did not start: {log.read_text()}")
+
+
 class Server:
     """One tenure process; restart keeps its address and data dir."""
 
@@ -56,16 +70,7 @@ class Server:
             args += ["--users", str(self.users)]
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
-        give_up = time.monotonic() + 10
-        while time.monotonic() < give_up:
-            m = re.search(r'ready to accept connections" addr=(\S+)', log.read_text())
-            if m:
-                self.addr = m.group(1)
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.01)
-        raise RuntimeError(f"tenure did not start: {log.read_text()}")
+        self.addr = ready(self.proc, log, timeout=10)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -203,13 +208,9 @@ class ThreeNodes:
         log = self.workdir / f"n{i + 1}.log"
         args = [str(self.binary), "--node-id", f"n{i + 1}", "--peers", self.peers,
                 "--dir", str(self.workdir / f"n{i + 1}"), "--fsync", "no", "--raft-election-timeout", "250ms"]
-        with open(log, "ab") as f:
+        with open(log, "wb") as f:
             self.procs[i] = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
-        give_up = time.monotonic() + 20
-        while "ready to accept connections" not in log.read_text():
-            if self.procs[i].poll() is not None or time.monotonic() > give_up:
-                raise RuntimeError(f"n{i + 1} did not start: {log.read_text()}")
-            time.sleep(0.01)
+        ready(self.procs[i], log, timeout=20)
 
     def alive(self, i: int) -> bool:
         p = self.procs[i]
