@@ -1,7 +1,7 @@
 """tenure_locks: the Python SDK of tenure's lock module, leases with fencing
 tokens over redis-py's ``redis.asyncio``::
 
-    store = tenure_locks.Store(redis_client)      # a redis.asyncio.Redis
+    store = tenure_locks.Store(redis_client)      # a redis.asyncio.Redis, or a RedisCluster
     summaries = store.lock("summaries", ttl="30s")
 
     async with summaries.hold(chat_id) as lease:  # a lost lease cancels the block at its next await

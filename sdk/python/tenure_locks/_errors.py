@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from redis.exceptions import ResponseError
+from redis.exceptions import AskError, ClusterDownError, MovedError, ResponseError, TryAgainError
 
 # Reasons a lease is lost, as the store spells them after "-LOST " (SPEC §4).
 REASON_EXPIRED = "expired"
@@ -66,14 +66,20 @@ _TRANSIENT_PREFIXES = (
     "LOADING ",
     "TRYAGAIN ",
     "BUSY ",
+    "CLUSTERDOWN ",  # a cluster node that knows no leader yet (SPEC §10)
 )
+
+# The same replies as a RedisCluster's parser raises them, their code word
+# stripped: a new leader's -TRYAGAIN before its epoch is applied, a node
+# with no leader, and a redirect the client did not follow in time.
+_CLUSTER_TRANSIENT = (TryAgainError, ClusterDownError, MovedError, AskError)
 
 
 def transient(err: BaseException) -> bool:
     """Whether an error is worth a retry with the same request: the network
     failed (or the reply was lost), or the store answered an error that a
     later try can cure. Any other error reply is final."""
-    if not isinstance(err, ResponseError):
+    if not isinstance(err, ResponseError) or isinstance(err, _CLUSTER_TRANSIENT):
         return True
     return str(err).startswith(_TRANSIENT_PREFIXES)
 

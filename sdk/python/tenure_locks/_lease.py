@@ -120,7 +120,7 @@ async def keep(lock: "Lock", lease: Lease) -> None:
 
         async def renew() -> float:
             try:
-                return await send_renew(lock.client, lease._id)
+                return await send_renew(lock.client, lock.name, lease._id)
             except Exception as e:
                 if not _is_lost_reply(e):
                     lease._last_error = e

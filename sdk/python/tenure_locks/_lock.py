@@ -16,8 +16,8 @@ from redis.exceptions import ResponseError
 from ._errors import (REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
                       LostError, NotHeldError, store_lost, superseded, transient)
 from ._lease import Lease, _is_lost_reply, keep
-from ._wire import (MAX_IN_FLIGHT, Grant, HoldReply, attempts, finish, new_reqid, send_hold,
-                    send_release, send_renew, store_epoch)
+from ._wire import (MAX_IN_FLIGHT, Grant, HoldReply, attempts, finish, is_cluster, new_reqid,
+                    send_hold, send_release, send_renew, store_epoch)
 
 Duration = Union[str, int, float, timedelta]
 
@@ -69,13 +69,24 @@ def _fmt(seconds: float) -> str:
 
 
 class Store:
-    """A tenure store behind a ``redis.asyncio.Redis`` client. It only sends
-    commands through the client's ``execute_command``; it never changes the
-    client and needs no closing."""
+    """A tenure store behind a ``redis.asyncio.Redis`` client, or a tenure
+    cluster behind a ``redis.asyncio.cluster.RedisCluster`` (SPEC §10). It
+    only sends commands through the client's ``execute_command``; it never
+    changes the client and needs no closing.
+
+    A RedisCluster must have ``require_full_coverage=True`` (redis-py 4.3's
+    default is False): a tenure cluster's one shard covers every slot
+    whenever it has a leader, and without that check a routing refresh that
+    runs while no node knows a leader (an election) empties the client's
+    list of nodes for good, so it could not find the new leader.
+    """
 
     def __init__(self, client: Any):
         if not hasattr(client, "execute_command"):
             raise TypeError(f"Store wants a redis.asyncio.Redis client, got {type(client).__name__}")
+        if is_cluster(client) and not client.nodes_manager.require_full_coverage:
+            raise ValueError("Store wants a RedisCluster made with require_full_coverage=True: without it, "
+                             "a routing refresh during an election loses every node for good")
         self.client = client
 
     def lock(self, name: str, *, ttl: Duration = DEFAULT_TTL, max_hold: Optional[Duration] = None,
@@ -123,7 +134,8 @@ class Lock:
             raise ValueError(f"margin {_fmt(self.margin)}: must be under max_hold")
         # Each HOLD while waiting waits half the client's socket timeout, so
         # that its reply comes well before the client stops reading.
-        kwargs = getattr(getattr(self.client, "connection_pool", None), "connection_kwargs", {})
+        pool = getattr(self.client, "connection_pool", None)  # a RedisCluster has none
+        kwargs = getattr(pool if pool is not None else self.client, "connection_kwargs", {})
         timeout = kwargs.get("socket_timeout")
         self.chunk = timeout / 2 if timeout else UNBOUNDED_CHUNK
 
@@ -352,7 +364,7 @@ class Lock:
         until passes. Returns the store's -LOST answer, if any."""
 
         async def op() -> None:
-            await send_release(self.client, lease_id)
+            await send_release(self.client, self.name, lease_id)
 
         out, ok = await attempts(until, self.ttl / 10, op, _is_lost_reply)
         if not ok:
@@ -388,7 +400,7 @@ class Lock:
         if store_says.reason != REASON_UNKNOWN_LEASE:
             return False
         try:
-            epoch = await asyncio.wait_for(store_epoch(self.client), self.ttl)
+            epoch = await asyncio.wait_for(store_epoch(self.client, self.name), self.ttl)
         except Exception:
             return False
         return epoch > fence >> 32
@@ -399,7 +411,7 @@ class Lock:
         The store's deadline is at most the reply's arrival plus the ttl it
         answered: renewals are tried until then."""
         async def op() -> float:
-            return await send_renew(self.client, g.id)
+            return await send_renew(self.client, self.name, g.id)
 
         out, ok = await attempts(g.received + g.left, self.ttl / 10, op, _is_lost_reply)
         if not ok:

@@ -1,5 +1,5 @@
-"""The commands of SPEC §3 as the SDK sends them, and the retry helper that
-renewals and releases share."""
+"""The commands of SPEC §3 as the SDK sends them, where they go on a
+cluster, and the retry helper that renewals and releases share."""
 
 from __future__ import annotations
 
@@ -27,6 +27,26 @@ MAX_IN_FLIGHT = 3
 def new_reqid() -> str:
     """A request id: 128 random bits as 32 hex characters."""
     return secrets.token_hex(16)
+
+
+def is_cluster(client: Any) -> bool:
+    """Whether client is a redis-py RedisCluster (redis.asyncio.cluster),
+    which routes each command by its key's slot (SPEC §10)."""
+    return hasattr(client, "get_node_from_key") and hasattr(client, "nodes_manager")
+
+
+async def execute(client: Any, route_key: str, *args: Any) -> Any:
+    """Sends args on client. A RedisCluster routes a command by its key and
+    follows -MOVED and -TRYAGAIN itself; LOCK.RENEW, LOCK.RELEASE and INFO
+    name no key, so they go to the node that holds route_key's slot (the lock's
+    name): on a tenure cluster, the leader as the client last learnt it. A
+    -MOVED there updates the client's slots, and the SDK's next try goes to the
+    new leader; a refresh the client asked for (after a dead node) runs
+    first."""
+    if not is_cluster(client) or args[0] == "LOCK.HOLD":
+        return await client.execute_command(*args)
+    await client.initialize()
+    return await client.execute_command(*args, target_nodes=client.get_node_from_key(route_key))
 
 
 def ms(seconds: float) -> int:
@@ -69,7 +89,7 @@ async def send_hold(client: Any, name: str, key: Any, reqid: str, ttl: float,
         args += ["MAXHOLD", ms(max_hold)]
     sent = time.monotonic()
     try:
-        vals = await asyncio.wait_for(client.execute_command(*args), wait + HOLD_GRACE)
+        vals = await asyncio.wait_for(execute(client, name, *args), wait + HOLD_GRACE)
     except Exception as e:  # a reply lost (timeout) or refused, or the network's error
         return HoldReply(sent, error=e)
     if vals is None:
@@ -80,18 +100,19 @@ async def send_hold(client: Any, name: str, key: Any, reqid: str, ttl: float,
     return HoldReply(sent, Grant(_text(vals[0]), vals[1], vals[2] / 1000, sent, time.monotonic(), sent))
 
 
-async def send_renew(client: Any, lease_id: str) -> float:
-    """LOCK.RENEW: the seconds to the new deadline."""
-    return int(await client.execute_command("LOCK.RENEW", lease_id)) / 1000
+async def send_renew(client: Any, name: str, lease_id: str) -> float:
+    """LOCK.RENEW of a lease of lock name: the seconds to the new deadline."""
+    return int(await execute(client, name, "LOCK.RENEW", lease_id)) / 1000
 
 
-async def send_release(client: Any, lease_id: str) -> None:
-    await client.execute_command("LOCK.RELEASE", lease_id)
+async def send_release(client: Any, name: str, lease_id: str) -> None:
+    await execute(client, name, "LOCK.RELEASE", lease_id)
 
 
-async def store_epoch(client: Any) -> int:
-    """The store's epoch, from INFO locks (SPEC §2, §6)."""
-    info = await client.execute_command("INFO", "locks")
+async def store_epoch(client: Any, name: str) -> int:
+    """The store's epoch, from INFO locks (SPEC §2, §6); on a cluster, the
+    epoch the node that leads for lock name has applied."""
+    info = await execute(client, name, "INFO", "locks")
     if isinstance(info, dict):
         return int(info["epoch"])
     for line in _text(info).splitlines():

@@ -30,6 +30,20 @@ def tenure_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def ready(proc: subprocess.Popen, log: Path, timeout: float) -> str:
+    """Waits until the tenure process writing log says it accepts
+    connections, and returns the address it listens on."""
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up:
+        m = re.search(r'ready to accept connections" addr=(\S+)', log.read_text())
+        if m:
+            return m.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.01)
+    raise RuntimeError(f"tenure did not start: {log.read_text()}")
+
+
 class Server:
     """One tenure process; restart keeps its address and data dir."""
 
@@ -56,16 +70,7 @@ class Server:
             args += ["--users", str(self.users)]
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
-        give_up = time.monotonic() + 10
-        while time.monotonic() < give_up:
-            m = re.search(r'ready to accept connections" addr=(\S+)', log.read_text())
-            if m:
-                self.addr = m.group(1)
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.01)
-        raise RuntimeError(f"tenure did not start: {log.read_text()}")
+        self.addr = ready(self.proc, log, timeout=10)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -186,3 +191,80 @@ async def waiters_are(c: aredis.Redis, lock: str, key: str, n: int) -> None:
         return info is not None and info["waiters"] == n
 
     await until(f"{n} waiters on {lock}/{key}", cond)
+
+
+class ThreeNodes:
+    """A tenure cluster of three nodes on loopback (SPEC §10), each a process
+    of the built binary with a directory of its own, a short election
+    timeout (250ms) so that failovers are quick."""
+
+    def __init__(self, binary: Path, workdir: Path):
+        self.binary, self.workdir = binary, workdir
+        self.ports = free_ports(3)
+        self.peers = ",".join(f"n{i + 1}=127.0.0.1:{p}" for i, p in enumerate(self.ports))
+        self.procs: List[Optional[subprocess.Popen]] = [None, None, None]
+
+    def start(self, i: int) -> None:
+        log = self.workdir / f"n{i + 1}.log"
+        args = [str(self.binary), "--node-id", f"n{i + 1}", "--peers", self.peers,
+                "--dir", str(self.workdir / f"n{i + 1}"), "--fsync", "no", "--raft-election-timeout", "250ms"]
+        with open(log, "wb") as f:
+            self.procs[i] = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
+        ready(self.procs[i], log, timeout=20)
+
+    def alive(self, i: int) -> bool:
+        p = self.procs[i]
+        return p is not None and p.poll() is None
+
+    async def leader(self, timeout: float = 20.0) -> int:
+        """The index of the node whose ROLE is master, once one is."""
+        give_up = time.monotonic() + timeout
+        while time.monotonic() < give_up:
+            for i, port in enumerate(self.ports):
+                if not self.alive(i):
+                    continue
+                c = aredis.Redis(host="127.0.0.1", port=port, socket_timeout=2)
+                try:
+                    role = await c.execute_command("ROLE")
+                except Exception:
+                    role = None
+                finally:
+                    await c.close()
+                if role and role[0] == b"master":
+                    return i
+            await asyncio.sleep(0.02)
+        pytest.fail(f"no leader within {timeout}s")
+
+    def kill(self, i: int) -> None:
+        p = self.procs[i]
+        assert p is not None
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
+
+    def stop(self) -> None:
+        for i in range(3):
+            if self.alive(i):
+                self.kill(i)
+
+
+def free_ports(n: int) -> List[int]:
+    import socket
+
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+@pytest.fixture
+def cluster(tenure_bin: Path, tmp_path: Path):
+    c = ThreeNodes(tenure_bin, tmp_path)
+    try:
+        for i in range(3):
+            c.start(i)
+        yield c
+    finally:
+        c.stop()

@@ -5,9 +5,10 @@
 //!
 //! What it is for: the lock commands and the user's occasional command
 //! ([`Store::call`](crate::Store::call)). What it is not for: a general
-//! Redis client; it has no pipelining, no RESP3, no cluster routing, and it
-//! does not retry a command on its own (the lock code retries what is safe
-//! to retry, with the same request or lease id).
+//! Redis client; it has no pipelining and no RESP3 (a cluster's routing is
+//! [`crate::cluster`]'s), and it does not retry a command on its own (the
+//! lock code retries what is safe to retry, with the same request or lease
+//! id).
 
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
@@ -167,6 +168,17 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// What became of one command on a [`Pool`].
+pub(crate) enum Fate {
+    /// The store answered, an error reply included.
+    Reply(Value),
+    /// No connection could be made (dial or AUTH failed): it was not sent.
+    NotSent(Error),
+    /// The connection failed once the command was on its way: it may or
+    /// may not have run.
+    Failed(Error),
+}
+
 /// A pool of connections to one store.
 pub(crate) struct Pool {
     address: Address,
@@ -187,23 +199,41 @@ impl Pool {
         &self.options
     }
 
+    pub(crate) fn address(&self) -> &Address {
+        &self.address
+    }
+
     /// Sends one command on an idle connection (or a new one) and returns
     /// its reply, an error reply included as [`Value::Error`]. A network or
     /// protocol failure closes the connection and is returned as an Err: the
     /// command may or may not have run.
     pub(crate) fn call<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
+        match self.send(args) {
+            Fate::Reply(v) => Ok(v),
+            Fate::NotSent(e) | Fate::Failed(e) => Err(e),
+        }
+    }
+
+    /// [`call`](Pool::call), telling a command that never left (no
+    /// connection could be made) from one that failed on the way.
+    pub(crate) fn send<A: AsRef<[u8]>>(&self, args: &[A]) -> Fate {
         let mut conn = match self.take_idle() {
             Some(c) => c,
-            None => self.dial()?,
+            None => match self.dial() {
+                Ok(c) => c,
+                Err(e) => return Fate::NotSent(e),
+            },
         };
-        let reply = conn.round_trip(&resp::encode(args));
-        if reply.is_ok() {
-            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            if idle.len() < self.options.max_idle {
-                idle.push(conn);
+        match conn.round_trip(&resp::encode(args)) {
+            Ok(v) => {
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                if idle.len() < self.options.max_idle {
+                    idle.push(conn);
+                }
+                Fate::Reply(v)
             }
+            Err(e) => Fate::Failed(e),
         }
-        reply
     }
 
     /// An idle connection the server has not closed. A connection whose peer

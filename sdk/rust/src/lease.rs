@@ -255,7 +255,7 @@ pub(crate) fn keep<'scope, 'env>(
             return;
         }
         let renew = move || {
-            let out = lock.send_renew(&lease.id);
+            let out = lock.send_renew(&lease.id, deadline);
             if let Err(f) = &out.result {
                 if f.lost_reason().is_none() {
                     lease.failed_renewal(f.clone().into_error());

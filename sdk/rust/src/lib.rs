@@ -162,8 +162,16 @@
 //! password (`redis://user:password@host:port`). A connection that fails is
 //! closed and a new one dialed for the next command. A hold waiting in line
 //! keeps one or two connections busy; renewals take one now and then.
+//!
+//! [`Store::connect_cluster`] reaches a tenure cluster (SPEC §10) through
+//! its nodes, a pool each: commands go to the leader, `-MOVED` is followed,
+//! and `-TRYAGAIN`, `-CLUSTERDOWN` and a dead node are tried again on the
+//! next node, backing off, until the command's deadline. A failover is a
+//! restart: a lease held on the old leader is lost (LOCK-10), and the next
+//! fence is larger (LOCK-14).
 
 mod client;
+mod cluster;
 mod error;
 mod lease;
 mod lock;
@@ -171,6 +179,9 @@ pub mod resp;
 mod wire;
 
 use std::sync::Arc;
+use std::time::Instant;
+
+use cluster::Route;
 
 pub use client::Options;
 pub use error::{reason, Error, ErrorKind};
@@ -182,7 +193,7 @@ pub use resp::{ProtocolError, Value};
 /// pool; it is closed when the last clone is dropped.
 #[derive(Clone)]
 pub struct Store {
-    pool: Arc<client::Pool>,
+    route: Arc<Route>,
 }
 
 impl Store {
@@ -199,12 +210,60 @@ impl Store {
         options.check()?;
         let address = client::Address::parse(url)?;
         let store = Store {
-            pool: Arc::new(client::Pool::new(address, options)),
+            route: Arc::new(Route::One(client::Pool::new(address, options))),
         };
         store
             .call(&["PING"])
             .map_err(|e| e.context(format!("connect {}", redact(url))))?;
         Ok(store)
+    }
+
+    /// Connects to a tenure cluster (SPEC §10) through any of its nodes'
+    /// URLs, with the default [`Options`]: `Store::connect_cluster(&["redis://10.0.0.1:7001",
+    /// "redis://10.0.0.2:7002", "redis://10.0.0.3:7003"])`. It asks the
+    /// first node that answers for the others and the leader (`CLUSTER
+    /// SLOTS`); a single server, which has no cluster, is an error here.
+    ///
+    /// Commands then go to the leader: a `-MOVED` is followed, and
+    /// `-TRYAGAIN`, `-CLUSTERDOWN` and a node that cannot be dialed are
+    /// tried again, on the next node it knows and backing off, for up to
+    /// the read timeout (a renewal or release: up to the holder's deadline,
+    /// if sooner). A command whose connection failed on the way is not
+    /// sent again, as it may have run; the lock code's own retries, with the
+    /// same request or lease id, start from the next node. Nodes learnt
+    /// later (a `-MOVED` to a new one) are dialed with the first URL's user
+    /// and password.
+    pub fn connect_cluster<U: AsRef<str>>(urls: &[U]) -> Result<Store, Error> {
+        Store::connect_cluster_with(urls, Options::default())
+    }
+
+    /// [`connect_cluster`](Store::connect_cluster) with the given options.
+    pub fn connect_cluster_with<U: AsRef<str>>(
+        urls: &[U],
+        options: Options,
+    ) -> Result<Store, Error> {
+        options.check()?;
+        let seeds = urls
+            .iter()
+            .map(|u| client::Address::parse(u.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        if seeds.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "connect_cluster: no URL",
+            ));
+        }
+        let until = Instant::now() + options.read_timeout;
+        let nodes = cluster::Cluster::new(seeds, options);
+        nodes.discover(until).map_err(|e| {
+            let first = urls
+                .first()
+                .map_or_else(String::new, |u| redact(u.as_ref()));
+            e.context(format!("connect to the cluster of {first}"))
+        })?;
+        Ok(Store {
+            route: Arc::new(Route::Cluster(nodes)),
+        })
     }
 
     /// The lock called `name` (1 to 256 bytes), with the options set on the
@@ -218,9 +277,11 @@ impl Store {
     /// [`ErrorKind::Denied`] for `NOPERM`, `NOAUTH` and `WRONGPASS`,
     /// [`ErrorKind::Store`] for any other). A network failure is
     /// [`ErrorKind::Io`], and the command may or may not have run: call
-    /// does not retry it.
+    /// does not retry it. On a cluster it goes to the leader (see
+    /// [`connect_cluster`](Store::connect_cluster)).
     pub fn call<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
-        match self.pool.call(args)? {
+        let until = Instant::now() + self.route.options().read_timeout;
+        match self.route.call(args, until)? {
             Value::Error(e) => Err(Error::from_reply(&e)),
             v => Ok(v),
         }

@@ -121,7 +121,7 @@ impl LockBuilder {
                 self.max_hold.unwrap()
             )));
         }
-        let chunk = (self.store.pool.options().read_timeout / 2).max(Duration::from_millis(1));
+        let chunk = (self.store.route.options().read_timeout / 2).max(Duration::from_millis(1));
         Ok(Lock {
             store: self.store,
             name: self.name,
@@ -532,14 +532,10 @@ impl Lock {
         lease: &'env Lease,
         g: &Grant,
     ) -> Result<(), Error> {
-        let id = &lease.id;
-        match attempts(
-            s,
-            &mut Attempts::new(),
-            g.received + g.left,
-            self.ttl / 10,
-            move || self.send_renew(id),
-        ) {
+        let (id, until) = (&lease.id, g.received + g.left);
+        match attempts(s, &mut Attempts::new(), until, self.ttl / 10, move || {
+            self.send_renew(id, until)
+        }) {
             Ended::Answered(out) => match out.result {
                 Ok(left) => {
                     lease.renewed_before_use(out.sent, left);
@@ -633,7 +629,7 @@ impl Lock {
     ) -> Option<Error> {
         let id = id.to_owned();
         match attempts(s, &mut Attempts::new(), until, self.ttl / 10, move || {
-            self.send_release(&id)
+            self.send_release(&id, until)
         }) {
             Ended::Answered(Outcome { result: Err(f), .. }) => match f.lost_reason() {
                 Some(reason::RELEASED) | None => None,

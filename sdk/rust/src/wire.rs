@@ -64,6 +64,7 @@ impl Failure {
                 "LOADING ",
                 "TRYAGAIN ",
                 "BUSY ",
+                "CLUSTERDOWN ",
             ]
             .iter()
             .any(|p| r.starts_with(p)),
@@ -101,9 +102,11 @@ fn ms(d: Duration) -> String {
 }
 
 impl Lock {
-    fn send(&self, args: &[&str]) -> Outcome<Value> {
+    /// Sends args; on a cluster, following the leader until `until` at the
+    /// latest (see [`Route::call`](crate::cluster::Route::call)).
+    fn send(&self, args: &[&str], until: Instant) -> Outcome<Value> {
         let sent = Instant::now();
-        let result = match self.store.pool.call(args) {
+        let result = match self.store.route.call(args, until) {
             Ok(Value::Error(e)) => Err(Failure::Reply(e)),
             Ok(v) => Ok(v),
             Err(e) => Err(Failure::NoAnswer(e)),
@@ -138,7 +141,10 @@ impl Lock {
         if let Some(m) = &max_hold {
             args.extend(["MAXHOLD", m]);
         }
-        let out = self.send(&args);
+        let out = self.send(
+            &args,
+            Instant::now() + self.store.route.options().read_timeout,
+        );
         let result = out.result.and_then(|v| match v {
             Value::Nil => Ok(None),
             Value::Array(a) => match a.as_slice() {
@@ -165,9 +171,10 @@ impl Lock {
         }
     }
 
-    /// LOCK.RENEW: the time to the new deadline.
-    pub(crate) fn send_renew(&self, id: &str) -> Outcome<Duration> {
-        let out = self.send(&["LOCK.RENEW", id]);
+    /// LOCK.RENEW: the time to the new deadline. `until`: the holder's
+    /// deadline, past which a cluster's leader is no longer looked for.
+    pub(crate) fn send_renew(&self, id: &str, until: Instant) -> Outcome<Duration> {
+        let out = self.send(&["LOCK.RENEW", id], until);
         let result = out.result.and_then(|v| match v {
             Value::Int(n) if n >= 0 => Ok(Duration::from_millis(n as u64)),
             other => Err(malformed("LOCK.RENEW", &other)),
@@ -179,8 +186,8 @@ impl Lock {
         }
     }
 
-    pub(crate) fn send_release(&self, id: &str) -> Outcome<()> {
-        let out = self.send(&["LOCK.RELEASE", id]);
+    pub(crate) fn send_release(&self, id: &str, until: Instant) -> Outcome<()> {
+        let out = self.send(&["LOCK.RELEASE", id], until);
         let result = out.result.and_then(|v| match v {
             Value::Int(_) => Ok(()),
             other => Err(malformed("LOCK.RELEASE", &other)),
@@ -317,6 +324,8 @@ mod tests {
         let reply = |s: &str| Failure::Reply(s.into());
         assert!(Failure::NoAnswer(Error::new(ErrorKind::Io, "cut")).transient());
         assert!(reply("TRYAGAIN no leader yet").transient());
+        assert!(reply("CLUSTERDOWN no leader").transient());
+        assert!(!reply("MOVED 0 127.0.0.1:7001").transient()); // a single server's Store does not follow it
         assert!(reply("ERR superseded by a retry of the same request").superseded());
         assert!(
             !reply("NOPERM this user has no permissions to run the 'lock.hold' command")

@@ -74,7 +74,7 @@ impl Server {
             std::fs::write(&path, text).unwrap();
             path
         });
-        let (child, addr) = spawn(&dir, users.as_deref(), "127.0.0.1:0");
+        let (child, addr) = spawn(&dir, users.as_deref(), "127.0.0.1:0", &[]);
         Server {
             child: Mutex::new(child),
             addr,
@@ -89,7 +89,7 @@ impl Server {
         let mut child = self.child.lock().unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
-        let (fresh, addr) = spawn(&self.dir, self.users.as_deref(), &self.addr);
+        let (fresh, addr) = spawn(&self.dir, self.users.as_deref(), &self.addr, &[]);
         assert_eq!(addr, self.addr);
         *child = fresh;
     }
@@ -113,9 +113,10 @@ impl Drop for Server {
     }
 }
 
-/// Starts the binary and waits until it logs where it listens. A restart
-/// may find the port still held for a moment: it tries again.
-fn spawn(dir: &Path, users: Option<&Path>, addr: &str) -> (Child, String) {
+/// Starts the binary (with `extra` flags) and waits until it logs where it
+/// listens. A restart may find the port still held for a moment: it tries
+/// again.
+fn spawn(dir: &Path, users: Option<&Path>, addr: &str, extra: &[String]) -> (Child, String) {
     let give_up = Instant::now() + Duration::from_secs(10);
     loop {
         let mut cmd = Command::new(tenure_binary());
@@ -132,6 +133,7 @@ fn spawn(dir: &Path, users: Option<&Path>, addr: &str) -> (Child, String) {
         if let Some(u) = users {
             cmd.arg("--users").arg(u);
         }
+        cmd.args(extra);
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -259,4 +261,106 @@ pub fn hold_in_background<T: Send + 'static>(
         .recv_timeout(Duration::from_secs(5))
         .expect("the first holder got the key");
     h
+}
+
+/// A tenure cluster of three nodes on loopback (SPEC §10), each a process
+/// with a directory of its own and a short election timeout (250ms), so
+/// that a failover is quick. Dropping it kills every node.
+pub struct ThreeNodes {
+    nodes: Vec<Mutex<Option<Child>>>,
+    pub urls: Vec<String>,
+    dir: PathBuf,
+}
+
+impl ThreeNodes {
+    pub fn start() -> ThreeNodes {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = scratch().join(format!(
+            "cluster-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // Free ports, held until every one is picked.
+        let listeners: Vec<_> = (0..3)
+            .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let addrs: Vec<String> = listeners
+            .iter()
+            .map(|l| l.local_addr().unwrap().to_string())
+            .collect();
+        drop(listeners);
+        let peers = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("n{}={a}", i + 1))
+            .collect::<Vec<_>>()
+            .join(",");
+        let nodes = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, addr)| {
+                let node_dir = dir.join(format!("n{}", i + 1));
+                std::fs::create_dir_all(&node_dir).unwrap();
+                let extra = [
+                    "--node-id".to_owned(),
+                    format!("n{}", i + 1),
+                    "--peers".to_owned(),
+                    peers.clone(),
+                    "--raft-election-timeout".to_owned(),
+                    "250ms".to_owned(),
+                ];
+                let (child, at) = spawn(&node_dir, None, addr, &extra);
+                assert_eq!(&at, addr);
+                Mutex::new(Some(child))
+            })
+            .collect();
+        ThreeNodes {
+            nodes,
+            urls: addrs.iter().map(|a| format!("redis://{a}")).collect(),
+            dir,
+        }
+    }
+
+    /// The index of the node whose ROLE is master, once one is (within 20 s).
+    pub fn leader(&self) -> usize {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            for (i, url) in self.urls.iter().enumerate() {
+                if self.nodes[i].lock().unwrap().is_none() {
+                    continue;
+                }
+                let role = Store::connect(url).and_then(|s| s.call(&["ROLE"]));
+                if let Ok(Value::Array(a)) = role {
+                    if a.first().and_then(Value::as_str) == Some("master") {
+                        return i;
+                    }
+                }
+            }
+            assert!(Instant::now() < end, "no leader within 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILLs node i.
+    pub fn kill(&self, i: usize) {
+        if let Some(mut child) = self.nodes[i].lock().unwrap().take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for ThreeNodes {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            let node = self.nodes[i].get_mut().unwrap_or_else(|e| e.into_inner());
+            if let Some(mut child) = node.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

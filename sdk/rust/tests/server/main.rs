@@ -5,6 +5,7 @@ mod harness;
 mod proxy;
 
 mod client;
+mod cluster;
 mod faults;
 mod frozen;
 mod hold;
