@@ -106,8 +106,10 @@ func TestClusterDownWithoutMajority(t *testing.T) {
 	if info, err := c.ClusterInfo(ctx).Result(); err != nil || !strings.Contains(info, "cluster_state:fail") {
 		t.Errorf("CLUSTER INFO: %q %v", info, err)
 	}
-	if slots, err := c.ClusterSlots(ctx).Result(); err != nil || len(slots) != 0 {
-		t.Errorf("CLUSTER SLOTS without a leader: %v %v", slots, err)
+	for _, sub := range []string{"SLOTS", "SHARDS"} {
+		if v, err := c.Do(ctx, "CLUSTER", sub).Result(); err == nil || err.Error() != "CLUSTERDOWN no leader" {
+			t.Errorf("CLUSTER %s without a leader: %v %v, want CLUSTERDOWN no leader", sub, v, err)
+		}
 	}
 }
 

@@ -44,9 +44,15 @@ func (st ClusterStatus) followers() []ClusterNode {
 	return out
 }
 
+// noShard is CLUSTER SLOTS' and SHARDS' answer while no leader is known:
+// an error, not an empty list, so that a client refreshing its routing
+// during an election asks another node or keeps what it knew (redis-py's
+// RedisCluster, told of no slots, forgets every node and never recovers).
+func noShard(c *conn) { c.out.Error("CLUSTERDOWN", "no leader") }
+
 func cmdClusterSlots(c *conn, args [][]byte, st ClusterStatus) {
 	if st.Leader.ID == "" {
-		c.out.Array(0)
+		noShard(c)
 		return
 	}
 	nodes := append([]ClusterNode{st.Leader}, st.followers()...)
@@ -65,7 +71,7 @@ func cmdClusterSlots(c *conn, args [][]byte, st ClusterStatus) {
 
 func cmdClusterShards(c *conn, args [][]byte, st ClusterStatus) {
 	if st.Leader.ID == "" {
-		c.out.Array(0)
+		noShard(c)
 		return
 	}
 	nodes := append([]ClusterNode{st.Leader}, st.followers()...)

@@ -110,6 +110,7 @@ func transient(err error) bool {
 		"ERR server is shutting down",
 		"ERR max number of clients",
 		"LOADING ", "TRYAGAIN ", "BUSY ",
+		"CLUSTERDOWN ", // a cluster between leaders (SPEC §10): go-redis gave up redirecting
 	} {
 		if strings.HasPrefix(msg, p) {
 			return true
