@@ -170,7 +170,7 @@ func (n *Node) pollPeers() {
 		if string(s.ID) == n.cfg.NodeID {
 			continue
 		}
-		idx, err := peerApplied(string(s.Address), n.cfg.Key, 300*time.Millisecond)
+		idx, err := peerApplied(string(s.Address), n.cfg.NodeID, n.cfg.Key, 300*time.Millisecond)
 		if err != nil {
 			n.peerApplied.Store(string(s.ID), int64(-1))
 			continue
@@ -186,7 +186,7 @@ func (n *Node) Meet(ctx context.Context, addr string) error {
 	if n.raft.State() != raft.Leader {
 		return resp.ErrNotLeader
 	}
-	id, err := peerID(addr, n.cfg.Key, 2*time.Second)
+	id, err := peerID(addr, n.cfg.NodeID, n.cfg.Key, 2*time.Second)
 	if err != nil {
 		return fmt.Errorf("meet %s: %w", addr, err)
 	}

@@ -38,8 +38,10 @@ type Config struct {
 	// for a node that waits to be added by CLUSTER MEET. A node restarted
 	// with its Dir rejoins whatever Peers says, as long as it agrees.
 	Peers []Peer
-	// Addr is this node's client address, where its peers reach it; when
-	// Peers names the node, its address there.
+	// Addr is this node's advertised address: where its peers and
+	// clients reach it (what -MOVED names), which may not be where it
+	// listens (a proxy or a NAT between). When Peers names the node, its
+	// address there.
 	Addr            string
 	ElectionTimeout time.Duration // 0: DefaultElectionTimeout
 	Key             []byte        // --cluster-key-file's secret; nil: none
@@ -92,6 +94,9 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.NodeID == "" {
 		return nil, errors.New("--node-id is required in a cluster")
 	}
+	if len(cfg.NodeID) > maxIDLen {
+		return nil, fmt.Errorf("--node-id: %d bytes, want at most %d", len(cfg.NodeID), maxIDLen)
+	}
 	if cfg.Peers != nil {
 		self, err := selfIn(cfg.NodeID, cfg.Peers)
 		if err != nil {
@@ -133,7 +138,7 @@ func Open(cfg Config) (*Node, error) {
 		logs.Close()
 		return nil, fmt.Errorf("open the snapshots in %s: %w", dir, err)
 	}
-	layer := newRaftLayer(cfg.Addr, cfg.Key)
+	layer := newRaftLayer(cfg.Addr, cfg.NodeID, cfg.Key)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hl,
 	})

@@ -19,7 +19,7 @@ func peerListener(t *testing.T, key []byte) (addr string, n *Node) {
 	n = &Node{
 		cfg:   Config{NodeID: "n7", Key: key},
 		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		layer: newRaftLayer(ln.Addr().String(), key),
+		layer: newRaftLayer(ln.Addr().String(), "n7", key),
 		fsm:   &fsm{},
 	}
 	m := newMux(ln, n)
@@ -32,10 +32,10 @@ func peerListener(t *testing.T, key []byte) (addr string, n *Node) {
 func TestPeerHandshakeIsMutual(t *testing.T) {
 	key := []byte("the cluster key, 16+ bytes")
 	addr, n := peerListener(t, key)
-	if id, err := peerID(addr, key, time.Second); err != nil || id != "n7" {
+	if id, err := peerID(addr, "n1", key, time.Second); err != nil || id != "n7" {
 		t.Fatalf("with the key: %q %v", id, err)
 	}
-	if _, err := peerID(addr, []byte("another key entirely"), time.Second); err == nil {
+	if _, err := peerID(addr, "n1", []byte("another key entirely"), time.Second); err == nil {
 		t.Fatal("a dialer with another key was let in")
 	}
 	for deadline := time.Now().Add(5 * time.Second); n.PeersRefused() != 1; time.Sleep(time.Millisecond) {
@@ -61,7 +61,7 @@ func TestPeerHandshakeIsMutual(t *testing.T) {
 		nc.Write([]byte(strings.Repeat("x", 64)))
 		io.ReadAll(nc)
 	}()
-	_, err = dialPeer(fake.Addr().String(), key, opRaft, time.Second)
+	_, err = dialPeer(fake.Addr().String(), "n1", key, opRaft, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "does not hold this cluster's key") {
 		t.Fatalf("dialing a fake peer: %v", err)
 	}
