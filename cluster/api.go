@@ -27,8 +27,12 @@ func (n *Node) Leader() (string, bool) {
 	return string(addr), false
 }
 
-// LocksReady reports whether this node leads with its epoch applied.
-func (n *Node) LocksReady() bool { return n.ready.Load() && n.raft.State() == raft.Leader }
+// LocksReady reports whether this node leads with its epoch applied, and
+// a majority confirmed it leads within the last LeaderLeaseTimeout
+// (lease.go).
+func (n *Node) LocksReady() bool {
+	return n.ready.Load() && n.raft.State() == raft.Leader && n.leaseHeld()
+}
 
 // Propose replicates e (see resp.Cluster).
 func (n *Node) Propose(ctx context.Context, e resp.Entry, check func() (bool, error)) (any, error) {

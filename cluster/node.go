@@ -76,6 +76,9 @@ type Node struct {
 
 	peersRefused atomic.Int64
 
+	born       time.Time    // the monotonic clock's origin for leaseUntil
+	leaseUntil atomic.Int64 // ns since born: the leader may grant until then (lease.go)
+
 	// epochGate, when set (tests: export_test.go), holds back the epoch
 	// entry of the next term until it is closed.
 	epochGate atomic.Pointer[chan struct{}]
@@ -144,7 +147,7 @@ func Open(cfg Config) (*Node, error) {
 	})
 	return &Node{
 		cfg: cfg, log: cfg.Logger, fsm: f, layer: layer, logs: logs, snaps: snaps, trans: trans,
-		fresh: fresh, stop: make(chan struct{}),
+		fresh: fresh, stop: make(chan struct{}), born: time.Now(),
 	}, nil
 }
 
@@ -166,7 +169,7 @@ func (n *Node) Start(srv *resp.Server, locks *lockmod.Manager) error {
 	// within the last one, and steps down (dropping its leases) if not: so
 	// within 2×LeaderLeaseTimeout of losing it, which is less than the
 	// election timeout after which a follower may even stand (LOCK-14).
-	rc.LeaderLeaseTimeout = n.cfg.ElectionTimeout * 2 / 5
+	rc.LeaderLeaseTimeout = leaseTimeout(n.cfg.ElectionTimeout)
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = true
@@ -198,10 +201,11 @@ func (n *Node) Start(srv *resp.Server, locks *lockmod.Manager) error {
 			return fmt.Errorf("bootstrap: %w", err)
 		}
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.followLeadership()
 	go n.every(sweepEvery, n.sweep)
 	go n.every(pollEvery, n.pollPeers)
+	go n.every(leaseTimeout(n.cfg.ElectionTimeout)/leaseEvery, n.confirmLease)
 	return nil
 }
 
@@ -282,8 +286,12 @@ func (n *Node) startEpoch(term uint64) {
 		}
 	}
 	for {
+		asked := time.Since(n.born)
 		f := n.raft.Apply(encodeEpoch(time.Now().UnixMilli()), applyTimeout)
 		err := f.Error()
+		if err == nil {
+			n.extendLease(asked) // committed: a majority had this term
+		}
 		var epoch uint64
 		if err == nil {
 			switch r := f.Response().(type) {

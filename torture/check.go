@@ -27,7 +27,7 @@ type Report struct {
 	ByRestart, ByLate          int // … explained by a restart overlap, by a late write
 	ProxyGrants, ReqIDs        int // (c)
 	Regranted                  int // … request ids granted again after a restart
-	OrderedGrants              int // … grants whose fences were checked in grant order
+	OrderedGrants              int // … HOLDs answered with a lease, checked in epoch order
 	GrantsTotal                string
 	FinalCounts                map[string]int64
 	LinCounters, LinLocks      linReport // (d)
@@ -274,7 +274,7 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 		last = ep
 	}
 
-	checkGrantOrder(r, events, violate)
+	checkEpochOrder(r, events, violate)
 
 	// (d) Linearizability of the raw command history.
 	checkLinearizable(r, events, linBudget)
@@ -418,7 +418,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "(b) fences:  %d increments lost, %d explained by a restart overlap, %d by a late write\n", r.Collisions, r.ByRestart, r.ByLate)
 	fmt.Fprintf(w, "(c) grants:  %d seen at the proxy for %d request ids, %d of them granted again after a restart; the last epoch's grants_total %s\n",
 		r.ProxyGrants, r.ReqIDs, r.Regranted, r.GrantsTotal)
-	fmt.Fprintf(w, "             %d grants in grant order, each fence larger than every one answered before it was asked\n", r.OrderedGrants)
+	fmt.Fprintf(w, "             %d HOLDs answered with a lease, none of an epoch older than one granted before it was asked\n", r.OrderedGrants)
 	r.LinCounters.print(w, "(d) linearizable: counters", "by key")
 	if r.Cluster > 0 {
 		fmt.Fprintf(w, "                  locks: not checked in a cluster (a node's run spans epochs; (a), (c) and (e) check them)\n")

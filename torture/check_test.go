@@ -156,8 +156,9 @@ func TestCheckFIFO(t *testing.T) {
 // In a cluster (a config event with cluster=3) the lock checks run too,
 // by the fences' epochs (SPEC §2: fence >> 32): beliefs overlap only across
 // an epoch change with the later fence larger (LOCK-01, LOCK-02, LOCK-14),
-// one grant per reqid per epoch (LOCK-03), fences increase in grant order
-// over every node (LOCK-02), and FIFO holds within an epoch (LOCK-08).
+// one grant per reqid per epoch (LOCK-03), no HOLD is answered with a
+// lease of an epoch older than one already granted, on any node (LOCK-02,
+// LOCK-14), and FIFO holds within an epoch (LOCK-08).
 func TestCheckCluster(t *testing.T) {
 	const e1, e2 = 1 << 32, 2 << 32
 	const ms = int64(1e6)
@@ -199,17 +200,26 @@ func TestCheckCluster(t *testing.T) {
 			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1},
 			{Kind: evGrant, ReqID: "r", LeaseID: "y", Fence: e2 + 1},
 		}), ""},
-		// A leader cut off from its peers grants on in its old epoch
-		// after the new leader granted: fences out of grant order.
+		// A leader cut off from its peers, or thawed after a freeze,
+		// grants on in its old epoch after the new leader granted.
 		{"an old epoch's grant after a new one's", join([]Event{
 			wire(2, "b", 0, 0, 10, "ok", granted("y", e2+1)),
 			wire(1, "c", 0, 20, 30, "ok", granted("z", e1+5)),
-		}), "LOCK-02: request c was granted fence 4294967301 (epoch 1) after request b"},
-		{"fences in grant order, a retry answered with its lease again", join([]Event{
-			wire(1, "a", 0, 0, 10, "ok", granted("x", e1+1)),
+		}), "LOCK-14: request c was answered with fence 4294967301 (epoch 1) after request b"},
+		{"an old epoch's lease handed to a retry after a new one's grant", join([]Event{
+			wire(1, "c", 0, 0, 10, "ok", granted("z", e1+5)),
 			wire(2, "b", 0, 20, 30, "ok", granted("y", e2+1)),
-			wire(2, "b", 0, 40, 50, "ok", granted("y", e2+1)),
-			wire(2, "c", 0, 25, 60, "ok", granted("z", e2+2)),
+			wire(1, "c", 0, 40, 50, "ok", granted("z", e1+5)),
+		}), "LOCK-14: request c"},
+		{"epochs in order, a retry answered with its lease after a later fence", join([]Event{
+			wire(1, "a", 0, 0, 10, "ok", granted("x", e1+1)),
+			wire(1, "b", 0, 20, 30, "ok", granted("y", e1+2)),
+			wire(1, "a", 0, 40, 50, "ok", granted("x", e1+1)),
+			wire(2, "c", 0, 25, 60, "ok", granted("z", e2+1)),
+		}), ""},
+		{"overlapping answers of two epochs", join([]Event{
+			wire(2, "b", 0, 10, 30, "ok", granted("y", e2+1)),
+			wire(1, "a", 0, 20, 40, "ok", granted("x", e1+9)),
 		}), ""},
 		{"passed over in line within one epoch", join([]Event{
 			wire(1, "a", 100, 0, 100, "nil", ""),

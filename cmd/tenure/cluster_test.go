@@ -25,6 +25,7 @@ func TestClusterProcess(t *testing.T) {
 	t.Run("LeaderKillsLoseNoAcknowledgedWrite", func(t *testing.T) { testClusterKills(t, bin) })
 	t.Run("ListensAtAddrAdvertisesPeers", func(t *testing.T) { testClusterAdvertised(t, bin) })
 	t.Run("PartitionedLeaderStopsGranting", func(t *testing.T) { testClusterPartitionedLeader(t, bin) })
+	t.Run("FrozenLeaderGrantsNothingOnThaw", func(t *testing.T) { testClusterFrozenLeader(t, bin) })
 }
 
 // freeAddrs picks n loopback addresses whose ports are free now.

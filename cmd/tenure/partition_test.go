@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,4 +173,59 @@ func (cp *clusterProc) leaderAmong(skip int) int {
 		}
 	}
 	return -1
+}
+
+// LOCK-14: a leader frozen (SIGSTOP) past the election timeout resumes
+// believing it leads until Raft's timers run; a LOCK.HOLD waiting in its
+// socket meanwhile must not be granted in the old epoch after the new
+// leader granted in a newer one: its lease on granting ran out while it
+// was frozen.
+func testClusterFrozenLeader(t *testing.T, bin string) {
+	cp := startClusterProc(t, bin, 3, "--raft-election-timeout", "300ms")
+	l := cp.waitLeader(10 * time.Second)
+	old := redis.NewClient(&redis.Options{Addr: cp.addrs[l], MaxRetries: -1})
+	defer old.Close()
+	_, fenceA := hold(t, old, "a", "ra", 10*time.Second)
+	raw, err := net.Dial("tcp", cp.addrs[l])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+
+	cp.children[l].cmd.Process.Signal(syscall.SIGSTOP)
+	defer cp.children[l].cmd.Process.Signal(syscall.SIGCONT)
+	var m int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m = cp.leaderAmong(l); m >= 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader while the old one was frozen")
+		}
+	}
+	cur := redis.NewClient(&redis.Options{Addr: cp.addrs[m], MaxRetries: -1})
+	defer cur.Close()
+	_, fenceB := hold(t, cur, "b", "rb", 10*time.Second)
+
+	// The request waits in the frozen leader's socket; then it thaws.
+	req := []string{"LOCK.HOLD", "part", "c", "rc", "TTL", "1000", "WAIT", "0"}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(req))
+	for _, a := range req {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := raw.Write([]byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	cp.children[l].cmd.Process.Signal(syscall.SIGCONT)
+	raw.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(raw).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no answer from the thawed leader: %v", err)
+	}
+	if !strings.HasPrefix(line, "-") {
+		t.Errorf("the thawed leader answered LOCK.HOLD with %q (its epoch %d, the new leader's %d): want an error, not a grant", strings.TrimSpace(line), fenceA>>32, fenceB>>32)
+	} else {
+		t.Logf("the thawed leader answered %s", strings.TrimSpace(line))
+	}
 }
