@@ -26,13 +26,14 @@ import (
 // id), so that the logs, and a proxy on the link (PeerHello), know who
 // dials. The accepting side answers HMAC-SHA256(cluster key, "acceptor" +
 // that challenge) and a challenge of its own, which the dialing side
-// answers likewise ("dialer" + it + its id, so that the id is proved too) with
-// the operation it wants. Each side proves the key to the other, so neither a client nor a
-// stranger at a peer's address can take part in Raft (a fake follower
-// could otherwise acknowledge entries it never stored). Only a peer that
-// proves the key reaches Raft; a refused one is logged and closed. Every other connection goes to the RESP server with its first
-// byte given back, so a client that sends Raft's own bytes meets RESP's
-// protocol error, never Raft.
+// answers likewise ("dialer" + it + its id, so that the id is proved too)
+// with the operation it wants. Each side proves the key to the other, so
+// neither a client nor a stranger at a peer's address can take part in
+// Raft (a fake follower could otherwise acknowledge entries it never
+// stored). Only a peer that proves the key reaches Raft; a refused one is
+// logged and closed. Every other connection goes to the RESP server with
+// its first byte given back, so a client that sends Raft's own bytes meets
+// RESP's protocol error, never Raft.
 //
 // The key proves a peer, it does not encrypt: Raft's traffic is in clear
 // text on the wire, as on a Redis replica link without TLS.
@@ -78,7 +79,7 @@ func PeerHello(br *bufio.Reader) (dialer string, peer bool, err error) {
 	return string(hello[len(head):]), true, nil
 }
 
-// hello is what the node id dials with after peerMagic.
+// hello is what node id opens a peer connection with.
 func hello(challenge []byte, id string) []byte {
 	b := append([]byte(peerMagic), challenge...)
 	b = append(b, byte(len(id)))
