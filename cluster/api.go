@@ -27,8 +27,12 @@ func (n *Node) Leader() (string, bool) {
 	return string(addr), false
 }
 
-// LocksReady reports whether this node leads with its epoch applied.
-func (n *Node) LocksReady() bool { return n.ready.Load() && n.raft.State() == raft.Leader }
+// LocksReady reports whether this node leads with its epoch applied, and
+// a majority confirmed it leads within the last LeaderLeaseTimeout
+// (lease.go).
+func (n *Node) LocksReady() bool {
+	return n.ready.Load() && n.raft.State() == raft.Leader && n.leaseHeld()
+}
 
 // Propose replicates e (see resp.Cluster).
 func (n *Node) Propose(ctx context.Context, e resp.Entry, check func() (bool, error)) (any, error) {
@@ -170,7 +174,7 @@ func (n *Node) pollPeers() {
 		if string(s.ID) == n.cfg.NodeID {
 			continue
 		}
-		idx, err := peerApplied(string(s.Address), n.cfg.Key, 300*time.Millisecond)
+		idx, err := peerApplied(string(s.Address), n.cfg.NodeID, n.cfg.Key, 300*time.Millisecond)
 		if err != nil {
 			n.peerApplied.Store(string(s.ID), int64(-1))
 			continue
@@ -186,7 +190,7 @@ func (n *Node) Meet(ctx context.Context, addr string) error {
 	if n.raft.State() != raft.Leader {
 		return resp.ErrNotLeader
 	}
-	id, err := peerID(addr, n.cfg.Key, 2*time.Second)
+	id, err := peerID(addr, n.cfg.NodeID, n.cfg.Key, 2*time.Second)
 	if err != nil {
 		return fmt.Errorf("meet %s: %w", addr, err)
 	}

@@ -164,14 +164,15 @@ func TestClusterPeerAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		nc.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(nc, "\xfetenure-peer/1\n"+strings.Repeat("c", 32))
-		reply := make([]byte, 64) // the node's proof, then its challenge
+		io.WriteString(nc, "\xfetenure-peer/2\n"+strings.Repeat("c", 32)+"\x02n9") // the hello, naming n9
+		reply := make([]byte, 64)                                                  // the node's proof, then its challenge
 		if _, err := io.ReadFull(nc, reply); err != nil {
 			t.Fatalf("%s: no challenge: %v", try.name, err)
 		}
 		h := hmac.New(sha256.New, try.key)
 		h.Write([]byte("dialer"))
 		h.Write(reply[32:])
+		h.Write([]byte("n9"))
 		nc.Write(append(h.Sum(nil), 'R'))
 		rest, _ := io.ReadAll(nc)
 		if string(rest) != "-" {

@@ -37,8 +37,10 @@ type Config struct {
 	// for a node that waits to be added by CLUSTER MEET. A node restarted
 	// with its Dir rejoins whatever Peers says, as long as it agrees.
 	Peers []Peer
-	// Addr is this node's client address, where its peers reach it; when
-	// Peers names the node, its address there.
+	// Addr is this node's advertised address: where its peers and
+	// clients reach it (what -MOVED names), which may not be where it
+	// listens (a proxy or a NAT between). When Peers names the node, its
+	// address there.
 	Addr            string
 	ElectionTimeout time.Duration // 0: DefaultElectionTimeout
 	Key             []byte        // --cluster-key-file's secret; nil: none
@@ -73,6 +75,9 @@ type Node struct {
 
 	peersRefused atomic.Int64
 
+	born       time.Time    // the monotonic clock's origin for leaseUntil
+	leaseUntil atomic.Int64 // ns since born: the leader may grant until then (lease.go)
+
 	// epochGate, when set (tests: export_test.go), holds back the epoch
 	// entry of the next term until it is closed.
 	epochGate atomic.Pointer[chan struct{}]
@@ -90,6 +95,9 @@ const applyTimeout = 10 * time.Second
 func Open(cfg Config) (*Node, error) {
 	if cfg.NodeID == "" {
 		return nil, errors.New("--node-id is required in a cluster")
+	}
+	if len(cfg.NodeID) > maxIDLen {
+		return nil, fmt.Errorf("--node-id: %d bytes, want at most %d", len(cfg.NodeID), maxIDLen)
 	}
 	if cfg.Peers != nil {
 		self, err := selfIn(cfg.NodeID, cfg.Peers)
@@ -132,13 +140,13 @@ func Open(cfg Config) (*Node, error) {
 		logs.Close()
 		return nil, fmt.Errorf("open the snapshots in %s: %w", dir, err)
 	}
-	layer := newRaftLayer(cfg.Addr, cfg.Key)
+	layer := newRaftLayer(cfg.Addr, cfg.NodeID, cfg.Key)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hl,
 	})
 	return &Node{
 		cfg: cfg, log: cfg.Logger, fsm: f, layer: layer, logs: logs, snaps: snaps, trans: trans,
-		fresh: fresh, stop: make(chan struct{}),
+		fresh: fresh, stop: make(chan struct{}), born: time.Now(),
 	}, nil
 }
 
@@ -160,7 +168,7 @@ func (n *Node) Start(srv *resp.Server, locks *lockmod.Manager) error {
 	// within the last one, and steps down (dropping its leases) if not: so
 	// within 2×LeaderLeaseTimeout of losing it, which is less than the
 	// election timeout after which a follower may even stand (LOCK-14).
-	rc.LeaderLeaseTimeout = n.cfg.ElectionTimeout * 2 / 5
+	rc.LeaderLeaseTimeout = leaseTimeout(n.cfg.ElectionTimeout)
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = true
@@ -192,10 +200,11 @@ func (n *Node) Start(srv *resp.Server, locks *lockmod.Manager) error {
 			return fmt.Errorf("bootstrap: %w", err)
 		}
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.followLeadership()
 	go n.every(sweepEvery, n.sweep)
 	go n.every(pollEvery, n.pollPeers)
+	go n.every(leaseTimeout(n.cfg.ElectionTimeout)/leaseEvery, n.confirmLease)
 	return nil
 }
 
@@ -276,8 +285,12 @@ func (n *Node) startEpoch(term uint64) {
 		}
 	}
 	for {
+		asked := time.Since(n.born)
 		f := n.raft.Apply(encodeEpoch(time.Now().UnixMilli()), applyTimeout)
 		err := f.Error()
+		if err == nil {
+			n.extendLease(asked) // committed: a majority had this term
+		}
 		var epoch uint64
 		if err == nil {
 			switch r := f.Response().(type) {

@@ -20,24 +20,28 @@ import (
 )
 
 // One port per node (SPEC §10): the client listener is shared. A peer's
-// connection opens with peerMagic, whose first byte no RESP client sends
-// (a request starts with '*' or an inline command's text), and a random
-// challenge; the accepting side answers HMAC-SHA256(cluster key,
-// "acceptor" + that challenge) and a challenge of its own, which the
-// dialing side answers likewise ("dialer" + it) with the operation it
-// wants. Each side proves the key to the other, so neither a client nor a
-// stranger at a peer's address can take part in Raft (a fake follower
-// could otherwise acknowledge entries it never stored). Only a peer that
-// proves the key reaches Raft; a refused one is logged and closed. Every other connection goes to the RESP server with its first
-// byte given back, so a client that sends Raft's own bytes meets RESP's
-// protocol error, never Raft.
+// connection opens with a hello: peerMagic, whose first byte no RESP
+// client sends (a request starts with '*' or an inline command's text), a
+// random challenge, and the dialing node's id (a length byte, then the
+// id), so that the logs, and a proxy on the link (PeerHello), know who
+// dials. The accepting side answers HMAC-SHA256(cluster key, "acceptor" +
+// that challenge) and a challenge of its own, which the dialing side
+// answers likewise ("dialer" + it + its id, so that the id is proved too)
+// with the operation it wants. Each side proves the key to the other, so
+// neither a client nor a stranger at a peer's address can take part in
+// Raft (a fake follower could otherwise acknowledge entries it never
+// stored). Only a peer that proves the key reaches Raft; a refused one is
+// logged and closed. Every other connection goes to the RESP server with
+// its first byte given back, so a client that sends Raft's own bytes meets
+// RESP's protocol error, never Raft.
 //
 // The key proves a peer, it does not encrypt: Raft's traffic is in clear
 // text on the wire, as on a Redis replica link without TLS.
 
 const (
-	peerMagic      = "\xfetenure-peer/1\n"
+	peerMagic      = "\xfetenure-peer/2\n"
 	challengeLen   = 32
+	maxIDLen       = 255 // a node id's length fits the hello's length byte
 	handshakeLimit = 5 * time.Second
 
 	opRaft   byte = 'R' // the rest of the connection is Raft's transport
@@ -46,6 +50,41 @@ const (
 )
 
 var errRefused = errors.New("refused by the peer: wrong cluster key")
+
+// PeerHelloMax is the longest hello a peer opens its connection with: a
+// reader given to PeerHello buffers at least this much.
+const PeerHelloMax = len(peerMagic) + challengeLen + 1 + maxIDLen
+
+// PeerHello tells a peer's connection from a client's by its first bytes,
+// which it peeks (br gives them all back): for a peer, the id of the node
+// that dials (as it claims: only the handshake after proves it). It is for
+// what stands on a peer link, a test's proxy that partitions the nodes;
+// a node's own listener does the same itself.
+func PeerHello(br *bufio.Reader) (dialer string, peer bool, err error) {
+	first, err := br.Peek(1)
+	if err != nil || first[0] != peerMagic[0] {
+		return "", false, err
+	}
+	head, err := br.Peek(len(peerMagic) + challengeLen + 1)
+	if err != nil {
+		return "", true, err
+	}
+	if string(head[:len(peerMagic)]) != peerMagic {
+		return "", true, errors.New("bad peer preamble")
+	}
+	hello, err := br.Peek(len(head) + int(head[len(head)-1]))
+	if err != nil {
+		return "", true, err
+	}
+	return string(hello[len(head):]), true, nil
+}
+
+// hello is what node id opens a peer connection with.
+func hello(challenge []byte, id string) []byte {
+	b := append([]byte(peerMagic), challenge...)
+	b = append(b, byte(len(id)))
+	return append(b, id...)
+}
 
 // prefixConn gives back the bytes read to tell a client from a peer.
 type prefixConn struct {
@@ -159,19 +198,26 @@ func (m *mux) Addr() net.Addr { return m.ln.Addr() }
 // connection to its operation.
 func (n *Node) acceptPeer(nc net.Conn, br *bufio.Reader) {
 	nc.SetDeadline(time.Now().Add(handshakeLimit))
+	dialer := "?"
 	refuse := func(why string) {
 		n.peersRefused.Add(1)
-		n.log.Warn("cluster: refused a peer connection", "from", nc.RemoteAddr().String(), "reason", why)
+		n.log.Warn("cluster: refused a peer connection", "peer", dialer, "from", nc.RemoteAddr().String(), "reason", why)
 		nc.Close()
 	}
-	hello := make([]byte, len(peerMagic)+challengeLen)
-	if _, err := io.ReadFull(br, hello); err != nil || string(hello[:len(peerMagic)]) != peerMagic {
+	head := make([]byte, len(peerMagic)+challengeLen+1)
+	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(peerMagic)]) != peerMagic {
 		refuse("bad preamble")
 		return
 	}
+	id := make([]byte, head[len(head)-1])
+	if _, err := io.ReadFull(br, id); err != nil {
+		refuse("bad preamble")
+		return
+	}
+	dialer = string(id)
 	challenge := make([]byte, challengeLen)
 	rand.Read(challenge)
-	if _, err := nc.Write(append(proof(n.cfg.Key, sideAcceptor, hello[len(peerMagic):]), challenge...)); err != nil {
+	if _, err := nc.Write(append(proof(n.cfg.Key, sideAcceptor, head[len(peerMagic):len(peerMagic)+challengeLen]), challenge...)); err != nil {
 		nc.Close()
 		return
 	}
@@ -180,7 +226,7 @@ func (n *Node) acceptPeer(nc net.Conn, br *bufio.Reader) {
 		refuse("no answer to the challenge")
 		return
 	}
-	if !hmac.Equal(answer[:sha256.Size], proof(n.cfg.Key, sideDialer, challenge)) {
+	if !hmac.Equal(answer[:sha256.Size], proof(n.cfg.Key, sideDialer, challenge, id)) {
 		nc.Write([]byte{'-'})
 		refuse("wrong cluster key")
 		return
@@ -218,15 +264,20 @@ const (
 	sideDialer   = "dialer"
 )
 
-func proof(key []byte, side string, challenge []byte) []byte {
+// proof is HMAC-SHA256(key, side + challenge + the dialer's id, for the
+// dialer's).
+func proof(key []byte, side string, challenge []byte, dialer ...[]byte) []byte {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(side))
 	h.Write(challenge)
+	for _, d := range dialer {
+		h.Write(d)
+	}
 	return h.Sum(nil)
 }
 
-// dialPeer connects to the node at addr and asks for op.
-func dialPeer(addr string, key []byte, op byte, timeout time.Duration) (net.Conn, error) {
+// dialPeer connects, as node self, to the node at addr and asks for op.
+func dialPeer(addr, self string, key []byte, op byte, timeout time.Duration) (net.Conn, error) {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
@@ -238,7 +289,7 @@ func dialPeer(addr string, key []byte, op byte, timeout time.Duration) (net.Conn
 	}
 	mine := make([]byte, challengeLen)
 	rand.Read(mine)
-	if _, err := nc.Write(append([]byte(peerMagic), mine...)); err != nil {
+	if _, err := nc.Write(hello(mine, self)); err != nil {
 		return fail(err)
 	}
 	reply := make([]byte, sha256.Size+challengeLen)
@@ -247,7 +298,7 @@ func dialPeer(addr string, key []byte, op byte, timeout time.Duration) (net.Conn
 	}
 	// The answer goes out either way, so that an acceptor with another key
 	// logs why it refuses this dialer too.
-	_, werr := nc.Write(append(proof(key, sideDialer, reply[sha256.Size:]), op))
+	_, werr := nc.Write(append(proof(key, sideDialer, reply[sha256.Size:], []byte(self)), op))
 	if !hmac.Equal(reply[:sha256.Size], proof(key, sideAcceptor, mine)) {
 		return fail(errors.New("it does not hold this cluster's key"))
 	}
@@ -263,8 +314,8 @@ func dialPeer(addr string, key []byte, op byte, timeout time.Duration) (net.Conn
 }
 
 // peerID asks the node at addr for its node id (CLUSTER MEET).
-func peerID(addr string, key []byte, timeout time.Duration) (string, error) {
-	nc, err := dialPeer(addr, key, opID, timeout)
+func peerID(addr, self string, key []byte, timeout time.Duration) (string, error) {
+	nc, err := dialPeer(addr, self, key, opID, timeout)
 	if err != nil {
 		return "", err
 	}
@@ -278,8 +329,8 @@ func peerID(addr string, key []byte, timeout time.Duration) (string, error) {
 }
 
 // peerApplied asks the node at addr for its applied index.
-func peerApplied(addr string, key []byte, timeout time.Duration) (uint64, error) {
-	nc, err := dialPeer(addr, key, opStatus, timeout)
+func peerApplied(addr, self string, key []byte, timeout time.Duration) (uint64, error) {
+	nc, err := dialPeer(addr, self, key, opStatus, timeout)
 	if err != nil {
 		return 0, err
 	}
@@ -296,6 +347,7 @@ func peerApplied(addr string, key []byte, timeout time.Duration) (uint64, error)
 // and dials with the handshake.
 type raftLayer struct {
 	addr   raftAddr
+	self   string // this node's id, which it dials with
 	key    []byte
 	conns  chan net.Conn
 	closed chan struct{}
@@ -307,8 +359,8 @@ type raftAddr string
 func (a raftAddr) Network() string { return "tcp" }
 func (a raftAddr) String() string  { return string(a) }
 
-func newRaftLayer(addr string, key []byte) *raftLayer {
-	return &raftLayer{addr: raftAddr(addr), key: key, conns: make(chan net.Conn), closed: make(chan struct{})}
+func newRaftLayer(addr, self string, key []byte) *raftLayer {
+	return &raftLayer{addr: raftAddr(addr), self: self, key: key, conns: make(chan net.Conn), closed: make(chan struct{})}
 }
 
 func (l *raftLayer) Accept() (net.Conn, error) {
@@ -325,12 +377,12 @@ func (l *raftLayer) Close() error {
 	return nil
 }
 
-// Addr is this node's address as --peers names it: what Raft tells the
-// others to reach it at.
+// Addr is this node's address as --peers names it (where the others dial
+// it, not necessarily where it listens): what Raft tells the others.
 func (l *raftLayer) Addr() net.Addr { return l.addr }
 
 func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialPeer(string(address), l.key, opRaft, timeout)
+	return dialPeer(string(address), l.self, l.key, opRaft, timeout)
 }
 
 // hclogWriter carries Raft's log lines (hclog text: time, [LEVEL], text)

@@ -152,3 +152,94 @@ func TestCheckFIFO(t *testing.T) {
 		})
 	}
 }
+
+// In a cluster (a config event with cluster=3) the lock checks run too,
+// by the fences' epochs (SPEC §2: fence >> 32): beliefs overlap only across
+// an epoch change with the later fence larger (LOCK-01, LOCK-02, LOCK-14),
+// one grant per reqid per epoch (LOCK-03), no HOLD is answered with a
+// lease of an epoch older than one already granted, on any node (LOCK-02,
+// LOCK-14), and FIFO holds within an epoch (LOCK-08).
+func TestCheckCluster(t *testing.T) {
+	const e1, e2 = 1 << 32, 2 << 32
+	const ms = int64(1e6)
+	config := Event{Kind: evConfig, Client: "harness", Detail: "redis-retries=-1 ttl=1s seed=1 cluster=3"}
+	hold := func(client, key string, fence, start, end int64) []Event {
+		return []Event{
+			{Kind: evHold, Client: client, Hold: 1, Key: key, Fence: fence, Start: start, Deadline: end + 100},
+			{Kind: evEnd, Client: client, Hold: 1, Key: key, Fence: fence, End: end, Deadline: end + 100},
+			{Kind: evGrant, ReqID: client, LeaseID: client, Fence: fence, End: start},
+		}
+	}
+	// wire is a LOCK.HOLD as a node's proxy saw it (target: the node's run).
+	wire := func(target int64, reqid string, wait, start, end int64, result, reply string) Event {
+		return Event{Kind: evWire, Client: "proxy", Target: target, Start: start * ms, End: end * ms, Result: result, Reply: reply,
+			Args: []string{"LOCK.HOLD", "torture", "k", reqid, "TTL", "1000", "WAIT", strconv.FormatInt(wait, 10)}}
+	}
+	granted := func(lease string, fence int64) string { return lease + " " + strconv.FormatInt(fence, 10) + " 1000" }
+	const superseded = "ERR superseded by a retry of the same request"
+	join := func(parts ...[]Event) []Event {
+		all := []Event{config}
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return all
+	}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   string
+	}{
+		{"overlap within one epoch", join(hold("a", "k", e1+1, 0, 10), hold("b", "k", e1+2, 5, 30)), "LOCK-01"},
+		{"overlap across epochs, later fence larger", join(hold("a", "k", e1+1, 0, 10), hold("b", "k", e2+1, 5, 30)), ""},
+		{"overlap across epochs, later fence smaller", join(hold("a", "k", e2+1, 0, 10), hold("b", "k", e1+2, 5, 30)), "LOCK-02"},
+		{"one reqid granted twice in one epoch", join([]Event{
+			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1},
+			{Kind: evGrant, ReqID: "r", LeaseID: "y", Fence: e1 + 2},
+		}), "LOCK-03: request id r"},
+		{"one reqid granted again in the next epoch", join([]Event{
+			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1},
+			{Kind: evGrant, ReqID: "r", LeaseID: "y", Fence: e2 + 1},
+		}), ""},
+		// A leader cut off from its peers, or thawed after a freeze,
+		// grants on in its old epoch after the new leader granted.
+		{"an old epoch's grant after a new one's", join([]Event{
+			wire(2, "b", 0, 0, 10, "ok", granted("y", e2+1)),
+			wire(1, "c", 0, 20, 30, "ok", granted("z", e1+5)),
+		}), "LOCK-14: request c was answered with fence 4294967301 (epoch 1) after request b"},
+		{"an old epoch's lease handed to a retry after a new one's grant", join([]Event{
+			wire(1, "c", 0, 0, 10, "ok", granted("z", e1+5)),
+			wire(2, "b", 0, 20, 30, "ok", granted("y", e2+1)),
+			wire(1, "c", 0, 40, 50, "ok", granted("z", e1+5)),
+		}), "LOCK-14: request c"},
+		{"epochs in order, a retry answered with its lease after a later fence", join([]Event{
+			wire(1, "a", 0, 0, 10, "ok", granted("x", e1+1)),
+			wire(1, "b", 0, 20, 30, "ok", granted("y", e1+2)),
+			wire(1, "a", 0, 40, 50, "ok", granted("x", e1+1)),
+			wire(2, "c", 0, 25, 60, "ok", granted("z", e2+1)),
+		}), ""},
+		{"overlapping answers of two epochs", join([]Event{
+			wire(2, "b", 0, 10, 30, "ok", granted("y", e2+1)),
+			wire(1, "a", 0, 20, 40, "ok", granted("x", e1+9)),
+		}), ""},
+		{"passed over in line within one epoch", join([]Event{
+			wire(1, "a", 100, 0, 100, "nil", ""),
+			wire(1, "b", 100, 10, 40, "ok", granted("y", e1+2)),
+		}), "LOCK-08"},
+		// The node stops leading while a waits (its waiters answered
+		// -TRYAGAIN), and leads again in epoch 2, where b is first.
+		{"passed over across epochs: the line was dropped", join([]Event{
+			wire(1, "a", 100, 0, 55, "error", superseded),
+			wire(1, "a", 100, 50, 60, "error", "TRYAGAIN this node stopped leading"),
+			wire(1, "b", 100, 70, 120, "ok", granted("y", e2+1)),
+			wire(1, "a", 100, 65, 200, "ok", granted("x", e2+2)),
+		}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := check(tc.events, map[string]string{}, 0)
+			if r.Cluster != 3 {
+				t.Fatalf("the history reads as a cluster of %d", r.Cluster)
+			}
+			wantViolation(t, r, tc.want)
+		})
+	}
+}

@@ -22,7 +22,7 @@ import (
 type clientConfig struct {
 	ID      string        `json:"id"`
 	Addrs   []string      `json:"addrs"` // the proxies
-	Nodes   []string      `json:"nodes"` // a cluster's nodes' own addresses
+	Nodes   []string      `json:"nodes"` // a cluster's nodes' advertised addresses (their proxies')
 	Keys    []string      `json:"keys"`
 	TTL     time.Duration `json:"ttl"`
 	Workers int           `json:"workers"`

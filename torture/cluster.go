@@ -8,51 +8,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-db/tenure/internal/peerlink"
 )
 
-// freePorts finds n ports on loopback nobody listens on, for the nodes'
-// --peers, which a node keeps across its restarts.
-func freePorts(n int) ([]string, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
-}
-
 // startCluster starts cfg.Cluster nodes, --fsync always, each with its
-// --dir under work and a proxy in front, and waits for a leader.
+// --dir under work and a proxy in front, and waits for a leader. A node is
+// advertised (--peers) at its proxy, which stays put, and listens on any
+// port, a new one at each restart: its clients and its peers reach it
+// through the proxy alone.
 func (h *harness) startCluster(bin, work string) error {
-	addrs, err := freePorts(h.cfg.Cluster)
-	if err != nil {
-		return err
-	}
 	var peers []string
-	for i, a := range addrs {
-		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, a))
+	for i := range h.cfg.Cluster {
+		p, err := startProxy(h.history, &h.gens, peerlink.NewLinks())
+		if err != nil {
+			return err
+		}
+		h.proxies = append(h.proxies, p)
+		h.nodeAddrs = append(h.nodeAddrs, p.Addr())
+		peers = append(peers, nodeID(i)+"="+p.Addr())
 	}
-	h.nodeAddrs = addrs
-	for i, a := range addrs {
-		h.srvs = append(h.srvs, &server{bin: bin, dir: fmt.Sprintf("%s/n%d", work, i+1), addrFlag: a,
-			extra: []string{"--node-id", fmt.Sprintf("n%d", i+1), "--peers", strings.Join(peers, ","),
+	for i := range h.cfg.Cluster {
+		h.srvs = append(h.srvs, &server{bin: bin, dir: fmt.Sprintf("%s/n%d", work, i+1),
+			extra: []string{"--node-id", nodeID(i), "--peers", strings.Join(peers, ","),
 				"--raft-election-timeout", h.cfg.ElectionTimeout.String()}})
 	}
 	// The nodes wait for one another to elect: start them all, then
@@ -69,17 +53,10 @@ func (h *harness) startCluster(bin, work string) error {
 			return err
 		}
 	}
-	for range h.srvs {
-		p, err := startProxy(h.history, &h.gens)
-		if err != nil {
-			return err
-		}
-		h.proxies = append(h.proxies, p)
-	}
 	for i := range h.srvs {
 		h.pointProxy(i)
 	}
-	_, err = h.waitLeader(30 * time.Second)
+	_, err := h.waitLeader(30 * time.Second)
 	return err
 }
 
@@ -138,8 +115,10 @@ func (h *harness) waitLeader(within time.Duration) (int, error) {
 // processes, cuts, swallowed replies and bursts, on every proxy), and, at
 // most every 3 s and one node at a time, so that a majority is soon whole
 // again: SIGKILL of the leader or of a follower, down up to a second and
-// restarted on its --dir, and SIGSTOP of the leader for 2 to 8 election
-// timeouts, then SIGCONT.
+// restarted on its --dir, SIGSTOP of the leader for 2 to 8 election
+// timeouts, then SIGCONT, and partitions (partition.go): the leader, or a
+// follower, cut off from its peers for 2 to 8 election timeouts, its
+// clients still reaching it, then healed.
 func (h *harness) clusterNemesis(ctx context.Context) {
 	var lastNodeFault time.Time
 	var thaws sync.WaitGroup
@@ -151,7 +130,7 @@ func (h *harness) clusterNemesis(ctx context.Context) {
 		kind := h.pick()
 		var detail string
 		switch kind {
-		case "kill-leader", "kill-follower", "stop-leader":
+		case "kill-leader", "kill-follower", "stop-leader", "partition-leader", "partition-one":
 			if time.Since(lastNodeFault) < 3*time.Second {
 				continue
 			}
@@ -161,10 +140,14 @@ func (h *harness) clusterNemesis(ctx context.Context) {
 			}
 			lastNodeFault = time.Now()
 			target := lead
-			if kind == "kill-follower" {
+			if kind == "kill-follower" || kind == "partition-one" {
 				target = (lead + 1 + h.rng.IntN(len(h.srvs)-1)) % len(h.srvs)
 			}
 			s := h.srvs[target]
+			if kind == "partition-leader" || kind == "partition-one" {
+				h.partition(kind, target, time.Duration(2+h.rng.IntN(7))*h.cfg.ElectionTimeout)
+				continue
+			}
 			if kind == "stop-leader" {
 				d := time.Duration(2+h.rng.IntN(7)) * h.cfg.ElectionTimeout
 				h.fault(kind, fmt.Sprintf("SIGSTOP n%d for %v", target+1, d))

@@ -8,7 +8,8 @@ import (
 )
 
 // checkFIFO is (e): waiters are granted in the order they joined the line
-// (LOCK-08), as the proxy saw the LOCK.HOLDs pass, per server and key. The
+// (LOCK-08), as the proxy saw the LOCK.HOLDs pass, per server (a run of
+// one, or of a cluster's node) and key. The
 // clients wait through the SDK, in overlapping chunks of one reqid (SPEC
 // §8), and the nemesis makes some of them leave the line for a while
 // (a frozen process, a cut connection), which lets others pass: only what
@@ -30,6 +31,12 @@ import (
 //     by L, and B's fence is smaller than A's if A was granted.
 //
 // Then B was granted while A, ahead of it, was open in line.
+//
+// In a cluster a node's run spans epochs (it leads, loses, leads again),
+// and a line lives one epoch (LOCK-10). The intervals stay within one:
+// through [P, L) some HOLD of A was open at the node, and a node that
+// stops leading answers every waiter an error, which ends L before it.
+// A grant of A and of B of different epochs is never compared.
 func checkFIFO(r *Report, events []Event, violate func(string, ...any)) {
 	type hold struct {
 		start, end int64 // end 0: unknown outcome
@@ -149,6 +156,7 @@ func checkFIFO(r *Report, events []Event, violate func(string, ...any)) {
 						break
 					}
 					if b.reqid == reqidA || b.fence == 0 || b.grantedBy > L || (fenceA != 0 && b.fence > fenceA) ||
+						(fenceA != 0 && epochOf(b.fence) != epochOf(fenceA)) ||
 						reported[[2]string{reqidA, b.reqid}] {
 						continue
 					}

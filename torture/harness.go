@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,7 @@ type Config struct {
 var allFaults = []string{"kill", "freeze", "cut", "swallow", "burst"}
 
 // Every kind of fault the nemesis of a cluster knows.
-var clusterFaults = []string{"kill-leader", "kill-follower", "stop-leader", "freeze", "cut", "swallow", "burst"}
+var clusterFaults = []string{"kill-leader", "kill-follower", "stop-leader", "partition-leader", "partition-one", "freeze", "cut", "swallow", "burst"}
 
 type harness struct {
 	cfg     Config
@@ -58,7 +59,8 @@ type harness struct {
 	proxies []*proxy  // one in front of each
 	gens    atomic.Int64
 	keys    []string
-	// nodeAddrs are a cluster's nodes' own addresses, as -MOVED names them.
+	// nodeAddrs are a cluster's nodes' advertised addresses (--peers), as
+	// -MOVED names them: their proxies'.
 	nodeAddrs []string
 
 	mu       sync.Mutex
@@ -137,7 +139,7 @@ func Run(cfg Config) (*Report, error) {
 		if _, err := h.srvs[0].start(); err != nil {
 			return nil, err
 		}
-		p, err := startProxy(h.history, &h.gens)
+		p, err := startProxy(h.history, &h.gens, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -399,9 +401,21 @@ func (h *harness) freezeSome(thaws *sync.WaitGroup) string {
 	return fmt.Sprintf("SIGSTOP %s for %v", c.id, d.Round(time.Millisecond))
 }
 
+// faultKinds are every kind of fault, the single server's and a
+// cluster's, each once.
+func faultKinds() []string {
+	kinds := slices.Clone(allFaults)
+	for _, k := range clusterFaults {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
 // faultWeights make freezes the commonest fault and bursts the rarest.
 var faultWeights = map[string]int{"kill": 2, "freeze": 4, "cut": 2, "swallow": 3, "burst": 1,
-	"kill-leader": 2, "kill-follower": 1, "stop-leader": 2}
+	"kill-leader": 2, "kill-follower": 1, "stop-leader": 2, "partition-leader": 2, "partition-one": 1}
 
 // pick draws a kind of fault among those asked, by weight.
 func (h *harness) pick() string {

@@ -23,7 +23,7 @@ import (
 // error is returned as it came (the SDK retries a request id itself).
 type leaderStore struct {
 	clients []*redis.Client // one per node, through its proxy
-	nodes   []string        // the nodes' own addresses, as -MOVED names them
+	nodes   []string        // the nodes' advertised addresses (--peers: their proxies'), as -MOVED names them
 	resend  bool
 	cur     atomic.Int32
 }

@@ -181,7 +181,7 @@ func TestProxyRecordsTheWire(t *testing.T) {
 	}()
 
 	h := &History{}
-	p, err := startProxy(h, new(atomic.Int64))
+	p, err := startProxy(h, new(atomic.Int64), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

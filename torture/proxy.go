@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tenure-db/tenure/internal/peerlink"
 )
 
 // proxy stands between the clients and the server: the clients know its
@@ -23,12 +25,14 @@ import (
 // and its reply or none (evWire). And it does harm on
 // the nemesis's order: it cuts connections, and it swallows the next reply
 // of a connection and then cuts it, so that the client never learns what
-// became of its request.
+// became of its request. In a cluster, the node's peer links pass it too
+// (partition.go), unread and uncounted, unless the nemesis cut them.
 type proxy struct {
 	ln      net.Listener
 	history *History
 	target  atomic.Pointer[proxyTarget] // nil while the server is down
 	gens    *atomic.Int64               // shared by the proxies of a cluster's nodes
+	links   *peerlink.Links             // a cluster node's peer links (partition.go); nil for one server
 
 	mu    sync.Mutex
 	conns map[*pconn]struct{}
@@ -50,12 +54,12 @@ func (c *pconn) close() {
 	})
 }
 
-func startProxy(history *History, gens *atomic.Int64) (*proxy, error) {
+func startProxy(history *History, gens *atomic.Int64, links *peerlink.Links) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, history: history, gens: gens, conns: map[*pconn]struct{}{}}
+	p := &proxy{ln: ln, history: history, gens: gens, links: links, conns: map[*pconn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -98,6 +102,10 @@ func (p *proxy) serve() {
 }
 
 func (p *proxy) handle(client net.Conn) {
+	client, peer := p.takePeer(client)
+	if peer {
+		return
+	}
 	target := p.target.Load()
 	if target == nil {
 		p.refused.Add(1)
@@ -333,6 +341,9 @@ func (p *proxy) swallowSome(rng *rand.Rand, fraction float64) int {
 
 func (p *proxy) close() {
 	p.ln.Close()
+	if p.links != nil {
+		p.links.CutAll()
+	}
 	p.mu.Lock()
 	for c := range p.conns {
 		c.close()

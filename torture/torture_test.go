@@ -64,7 +64,8 @@ func TestTorture(t *testing.T) {
 // TestTortureCluster is the CI-sized run of the harness in cluster mode
 // (issue 20): 60 s of nemesis over a Raft cluster of three server
 // processes, SIGKILLs of the leader and of followers, SIGSTOPs of the
-// leader past its election timeout, and the single server's faults of the
+// leader past its election timeout, partitions of the leader and of a
+// follower from their peers, and the single server's faults of the
 // clients' side. Any violation fails it; its history is kept in
 // torture/torture-history-cluster-failed.jsonl.
 // `make torture CLUSTER=3 DURATION=10m` runs the long one.
@@ -77,6 +78,9 @@ func TestTortureCluster(t *testing.T) {
 	if rep.Granted == 0 || rep.Accepted == 0 || nodeFaults < 3 || rep.Epochs < 2 || rep.LinCounters.Ops == 0 {
 		t.Fatalf("the run did too little to show anything: %d grants, %d accepted writes, %d kills and stops of nodes, %d epochs granted, %d counter operations checked for linearizability",
 			rep.Granted, rep.Accepted, nodeFaults, rep.Epochs, rep.LinCounters.Ops)
+	}
+	if n := rep.Faults["partition-leader"] + rep.Faults["partition-one"]; n == 0 || rep.OrderedGrants == 0 {
+		t.Fatalf("the run partitioned no node (%d) or saw no grant on the wire (%d)", n, rep.OrderedGrants)
 	}
 }
 

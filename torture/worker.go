@@ -46,7 +46,7 @@ type worker struct {
 //
 // addrs are the proxies of the nodes of a cluster, or of the one server;
 // with more than one, the worker's clients follow the leader (leaderStore),
-// nodes being the nodes' own addresses.
+// nodes being the nodes' advertised addresses, as -MOVED names them.
 func newWorker(id string, addrs, nodes []string, keys []string, ttl time.Duration, retries int, seed uint64, emit func(Event)) (*worker, func(), error) {
 	var lockClient, data locks.Store
 	var closeAll func()

@@ -24,6 +24,19 @@ func (c *clusterFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.keyFile, "cluster-key-file", "", "`file` holding the secret peers prove themselves with (required with --users)")
 }
 
+// listenAddr is where the node listens: --addr if given, else, in a
+// cluster with --peers, this node's address there. The --peers entry is
+// the advertised address, where the others dial it and what -MOVED names;
+// --addr may differ from it when something stands between (a proxy, a
+// NAT, 0.0.0.0 behind a named host), as etcd's listen and advertise URLs
+// or Redis's cluster-announce-ip do.
+func (f flags) listenAddr(o *tenure.ClusterOptions) string {
+	if f.addrSet || o == nil || o.Peers == nil {
+		return f.addr
+	}
+	return o.Addr
+}
+
 // minKeyLen is the shortest cluster key accepted.
 const minKeyLen = 16
 
@@ -55,9 +68,6 @@ func (f flags) clusterOptions(withUsers bool) (*tenure.ClusterOptions, error) {
 		}
 		if self == nil {
 			return nil, fmt.Errorf("--peers does not name this node (--node-id %s)", c.nodeID)
-		}
-		if f.addrSet && f.addr != self.Addr {
-			return nil, fmt.Errorf("--addr %s is not this node's address in --peers (%s)", f.addr, self.Addr)
 		}
 		o.Peers, o.Addr = peers, self.Addr
 	}

@@ -23,6 +23,9 @@ func TestClusterProcess(t *testing.T) {
 	bin := buildServer(t)
 	t.Run("BadPeersFailInOneLine", func(t *testing.T) { testClusterBadPeers(t, bin) })
 	t.Run("LeaderKillsLoseNoAcknowledgedWrite", func(t *testing.T) { testClusterKills(t, bin) })
+	t.Run("ListensAtAddrAdvertisesPeers", func(t *testing.T) { testClusterAdvertised(t, bin) })
+	t.Run("PartitionedLeaderStopsGranting", func(t *testing.T) { testClusterPartitionedLeader(t, bin) })
+	t.Run("FrozenLeaderGrantsNothingOnThaw", func(t *testing.T) { testClusterFrozenLeader(t, bin) })
 }
 
 // freeAddrs picks n loopback addresses whose ports are free now.
@@ -75,7 +78,6 @@ func testClusterBadPeers(t *testing.T, bin string) {
 		{[]string{"--node-id", "n1", "--peers", "n1=" + addrs[0] + ",n2=" + addrs[0]}, "--peers names the address " + addrs[0] + " twice"},
 		{[]string{"--node-id", "n1", "--peers", "n1=nowhere"}, "--peers: n1"},
 		{[]string{"--peers", peersFlag(addrs)}, "--peers needs --node-id"},
-		{[]string{"--node-id", "n1", "--peers", peersFlag(addrs), "--addr", other}, "is not this node's address in --peers"},
 		{[]string{"--node-id", "n1", "--peers", peersFlag(addrs), "--users", users}, "--users in a cluster needs --cluster-key-file"},
 		{[]string{"--node-id", "n1", "--peers", peersFlag([]string{addrs[0], addrs[1], other}), "--dir", dir}, "disagrees with the cluster"},
 		{[]string{"--node-id", "n2", "--peers", peersFlag(addrs), "--dir", dir}, "belongs to node n1, not --node-id n2"},
@@ -99,16 +101,26 @@ func testClusterBadPeers(t *testing.T, bin string) {
 
 // clusterProc is a cluster of tenure binaries.
 type clusterProc struct {
-	t        *testing.T
-	bin      string
-	addrs    []string
+	t     *testing.T
+	bin   string
+	addrs []string // where the nodes listen, and the clients dial
+	peers []string // their --peers entries: addrs, or proxies in front
+
 	dirs     []string
 	extra    []string
 	children []*child
 }
 
 func startClusterProc(t *testing.T, bin string, n int, extra ...string) *clusterProc {
-	cp := &clusterProc{t: t, bin: bin, addrs: freeAddrs(t, n), extra: extra, children: make([]*child, n)}
+	addrs := freeAddrs(t, n)
+	return startClusterAt(t, bin, addrs, addrs, extra...)
+}
+
+// startClusterAt starts a cluster whose nodes listen at addrs and are
+// advertised at peers.
+func startClusterAt(t *testing.T, bin string, addrs, peers []string, extra ...string) *clusterProc {
+	n := len(addrs)
+	cp := &clusterProc{t: t, bin: bin, addrs: addrs, peers: peers, extra: extra, children: make([]*child, n)}
 	for range n {
 		cp.dirs = append(cp.dirs, t.TempDir())
 	}
@@ -119,7 +131,11 @@ func startClusterProc(t *testing.T, bin string, n int, extra ...string) *cluster
 }
 
 func (cp *clusterProc) start(i int) {
-	args := append([]string{"--node-id", "n" + strconv.Itoa(i+1), "--peers", peersFlag(cp.addrs), "--dir", cp.dirs[i], "--log-level", "warn"}, cp.extra...)
+	args := []string{"--node-id", "n" + strconv.Itoa(i+1), "--peers", peersFlag(cp.peers), "--dir", cp.dirs[i], "--log-level", "warn"}
+	if cp.addrs[i] != cp.peers[i] {
+		args = append(args, "--addr", cp.addrs[i])
+	}
+	args = append(args, cp.extra...)
 	cp.children[i] = runChild(cp.t, cp.bin, args...)
 	cp.waitListening(i)
 }
@@ -147,18 +163,8 @@ func (cp *clusterProc) kill(i int) {
 	<-cp.children[i].exited
 }
 
-// leader is the node whose INFO says it is master, -1 if none.
-func (cp *clusterProc) leader() int {
-	for i, a := range cp.addrs {
-		c := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-		text, err := c.Info(context.Background(), "replication").Result()
-		c.Close()
-		if err == nil && strings.Contains(text, "role:master") {
-			return i
-		}
-	}
-	return -1
-}
+// leader is the node whose ROLE is master, -1 if none.
+func (cp *clusterProc) leader() int { return cp.leaderAmong(-1) }
 
 func (cp *clusterProc) waitLeader(within time.Duration) int {
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

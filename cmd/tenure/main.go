@@ -40,10 +40,7 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if opts.Cluster != nil && opts.Cluster.Peers != nil {
-		f.addr = opts.Cluster.Addr // --peers says where this node listens
-	}
-	if err := serve(f.dir, opts, f.addr, f.metrics); err != nil {
+	if err := serve(f.dir, opts, f.listenAddr(opts.Cluster), f.metrics); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -66,7 +63,7 @@ type flags struct {
 // prints the usage. When ok is false, run returns code.
 func parseFlags(args []string, stderr io.Writer) (f flags, code int, ok bool) {
 	fs := flag.NewFlagSet("tenure", flag.ContinueOnError)
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:6379", "`HOST:PORT` to listen on")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:6379", "`HOST:PORT` to listen on (in a cluster: by default this node's --peers address, which is where the others reach it)")
 	fs.StringVar(&f.dir, "dir", "./data", "data `directory`")
 	fs.StringVar(&f.fsync, "fsync", "everysec", "durability: always, everysec or no")
 	fs.StringVar(&f.usersFile, "users", "", "users `file`: lines of `user NAME ROLE sha256:HEX`")
@@ -132,8 +129,8 @@ func (f flags) options(stderr io.Writer) (tenure.Options, error) {
 	if err != nil {
 		return tenure.Options{}, err
 	}
-	if users == nil && !f.insecure && !isLoopback(f.addr) {
-		return tenure.Options{}, fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", f.addr)
+	if addr := f.listenAddr(clusterOpts); users == nil && !f.insecure && !isLoopback(addr) {
+		return tenure.Options{}, fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", addr)
 	}
 	// The metrics listener follows the same rule: without users, only
 	// loopback unless --insecure.
