@@ -96,6 +96,13 @@ func cmdLockHold(c *conn, args [][]byte) {
 		c.out.NullArray()
 	case err != nil:
 		c.lockError(err)
+	case c.srv.cluster != nil && !c.srv.cluster.LocksReady():
+		// Granted while this node's lease on leadership ran out (a
+		// waiter served by an expiry on a leader thawed after a freeze):
+		// told, the client would hold in an epoch a newer leader may
+		// already have granted past (LOCK-14). Untold, the lease ends
+		// with this leadership or its ttl; a retry goes to the leader.
+		c.out.Error("TRYAGAIN", "this node no longer leads for certain")
 	default:
 		var id [32]byte
 		c.out.Array(3)

@@ -192,6 +192,30 @@ func testClusterFrozenLeader(t *testing.T, bin string) {
 	}
 	defer raw.Close()
 
+	// And one waits in the leader's line for a lease that runs out
+	// while the leader is frozen: its expiry, on the thaw, must not
+	// grant in the old epoch either.
+	if err := old.Do(context.Background(), "LOCK.HOLD", "part", "w", "rw1", "TTL", 1000, "WAIT", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := net.Dial("tcp", cp.addrs[l])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	if _, err := waiter.Write(respCommand("LOCK.HOLD", "part", "w", "rw2", "TTL", "1000", "WAIT", "20000")); err != nil {
+		t.Fatal(err)
+	}
+	inLine := time.Now().Add(time.Second) // the first lease's end, give or take a round trip
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if n, _ := old.Do(context.Background(), "LOCK.INFO", "part", "w").Result(); strings.Contains(fmt.Sprint(n), "waiters:1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second HOLD of w never joined the line")
+		}
+	}
+
 	cp.children[l].cmd.Process.Signal(syscall.SIGSTOP)
 	defer cp.children[l].cmd.Process.Signal(syscall.SIGCONT)
 	var m int
@@ -207,16 +231,12 @@ func testClusterFrozenLeader(t *testing.T, bin string) {
 	defer cur.Close()
 	_, fenceB := hold(t, cur, "b", "rb", 10*time.Second)
 
-	// The request waits in the frozen leader's socket; then it thaws.
-	req := []string{"LOCK.HOLD", "part", "c", "rc", "TTL", "1000", "WAIT", "0"}
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(req))
-	for _, a := range req {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := raw.Write([]byte(b.String())); err != nil {
+	// The request waits in the frozen leader's socket; then it thaws,
+	// after the waited-for lease's end.
+	if _, err := raw.Write(respCommand("LOCK.HOLD", "part", "c", "rc", "TTL", "1000", "WAIT", "0")); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(time.Until(inLine) + 200*time.Millisecond)
 	cp.children[l].cmd.Process.Signal(syscall.SIGCONT)
 	raw.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, err := bufio.NewReader(raw).ReadString('\n')
@@ -228,4 +248,24 @@ func testClusterFrozenLeader(t *testing.T, bin string) {
 	} else {
 		t.Logf("the thawed leader answered %s", strings.TrimSpace(line))
 	}
+	waiter.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err = bufio.NewReader(waiter).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no answer to the waiter from the thawed leader: %v", err)
+	}
+	if !strings.HasPrefix(line, "-") {
+		t.Errorf("the thawed leader granted the waiter: %q (the new leader's epoch %d): want an error", strings.TrimSpace(line), fenceB>>32)
+	} else {
+		t.Logf("the thawed leader answered the waiter %s", strings.TrimSpace(line))
+	}
+}
+
+// respCommand is args as a RESP array of bulk strings.
+func respCommand(args ...string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return []byte(b.String())
 }
