@@ -239,3 +239,51 @@ func TestGetFunc(t *testing.T) {
 		t.Errorf("DBSIZE = %d after GetFunc met the expired key; want 1", n)
 	}
 }
+
+// A pipeline that writes keys several times each, with and without TTLs,
+// and deletes some, leaves every key as its last write left it: on the
+// store, in the expiry index and after a reopen that replays the WAL.
+func TestPipelineKeyOrderKeepsEachKeysWrites(t *testing.T) {
+	ts := openTest(t)
+	p := ts.NewPipeline()
+	v := p.View()
+	want := map[string]string{}
+	for round := range 3 {
+		for i := range 40 {
+			key := fmt.Sprint("k", i)
+			val := fmt.Sprint("v", round, ".", i)
+			var err error
+			switch (i + round) % 4 {
+			case 0:
+				_, err = v.Del(bs(key))
+				delete(want, key)
+			case 1:
+				_, err = v.Set([]byte(key), []byte(val), SetOptions{Expiry: Expiry{Mode: ExpiryAt, At: ts.clock.ms(time.Hour)}})
+				want[key] = val
+			default:
+				_, err = v.Set([]byte(key), []byte(val), SetOptions{})
+				want[key] = val
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for i := range 40 {
+			key := fmt.Sprint("k", i)
+			got, ok := ts.get(key)
+			if w, wok := want[key]; ok != wok || got != w {
+				t.Errorf("%s: %s = %q, %v; want %q, %v", when, key, got, ok, w, wok)
+			}
+		}
+		ts.checkCounters()
+	}
+	check("after Commit")
+	ts.reopen()
+	check("after reopen")
+}

@@ -349,6 +349,11 @@ func (s *Store) nowMs() int64 {
 	return s.now().UnixMilli()
 }
 
+// expiredNow is expiredAt(at, s.nowMs()), reading the clock only for a
+// record with a deadline: most have none, and a clock read costs about as
+// much as the rest of a GET's own work.
+func (s *Store) expiredNow(at int64) bool { return at != 0 && expiredAt(at, s.nowMs()) }
+
 // pebbleLogger adapts slog to Pebble's Logger.
 type pebbleLogger struct{ l *slog.Logger }
 
