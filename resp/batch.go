@@ -47,6 +47,7 @@ func (c *conn) batchFor(args [][]byte) {
 		return
 	}
 	cmd := lookup(c.srv.table, args[0])
+	c.looked = cmd
 	if cmd == nil || cmd.Flags&flagBatched == 0 {
 		c.endBatch()
 		return

@@ -39,6 +39,9 @@ type conn struct {
 	// lastEnd is when the request before ended, while the next one of the
 	// same read batch follows it at once (see exec); zero otherwise.
 	lastEnd time.Time
+	// looked is the row of the request about to run, as batchFor looked
+	// it up, for admit; nil when it did not.
+	looked *command
 
 	role Role
 	user string

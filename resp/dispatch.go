@@ -66,7 +66,10 @@ func (c *conn) dispatch(args [][]byte) *command {
 // admit finds a request's row and checks its arity and the connection's
 // role, answering the error when one fails: then ok is false.
 func (c *conn) admit(args [][]byte) (cmd *command, ok bool) {
-	cmd = lookup(c.srv.table, args[0])
+	cmd, c.looked = c.looked, nil
+	if cmd == nil {
+		cmd = lookup(c.srv.table, args[0])
+	}
 	if cmd == nil {
 		c.out.Err(unknownCommand(args))
 		return nil, false
