@@ -126,7 +126,7 @@ func (t *txn) commit(s *Store) error {
 		// After FLUSHALL (or a failed commit of one: the disk is in
 		// doubt) the cache holds nothing, as after FlushAll.
 		for i := range s.stripes {
-			clear(s.stripes[i].meta)
+			s.stripes[i].meta.reset()
 		}
 	} else {
 		for i := range t.items {
