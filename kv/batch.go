@@ -216,10 +216,36 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 // itemsOf makes one item per distinct key of keys; idx maps each position
 // in keys to its item, and stripes is the set of their stripes.
 func (s *Store) itemsOf(keys [][]byte) (items []item, idx []int, stripes [numStripes / 64]uint64) {
+	return s.itemsIn(nil, keys)
+}
+
+// itemScratch is where a transaction's commands make a single key's item
+// and its data key (itemsIn), without an allocation each: one item, reused
+// by every command, and the data keys, kept until the batch commits.
+type itemScratch struct {
+	one [1]item
+	dks []byte
+}
+
+// oneIdx is idx for a single key; nobody writes it.
+var oneIdx = []int{0}
+
+// itemsIn is itemsOf, with a single key's item made in sc when sc is not
+// nil: then items is valid until the next call.
+func (s *Store) itemsIn(sc *itemScratch, keys [][]byte) (items []item, idx []int, stripes [numStripes / 64]uint64) {
 	if len(keys) == 1 {
-		it, n := s.newItemAt(keys[0])
+		if sc == nil {
+			it, n := s.newItemAt(keys[0])
+			stripes[n/64] |= 1 << (n % 64)
+			return []item{it}, oneIdx, stripes
+		}
+		h := hashKey(keys[0])
+		n := int(h % numStripes)
+		from := len(sc.dks)
+		sc.dks = appendDataKey(sc.dks, h, keys[0])
+		sc.one[0] = item{key: keys[0], dk: sc.dks[from:len(sc.dks):len(sc.dks)], st: &s.stripes[n]}
 		stripes[n/64] |= 1 << (n % 64)
-		return []item{it}, []int{0}, stripes
+		return sc.one[:], oneIdx, stripes
 	}
 	items = make([]item, 0, len(keys))
 	idx = make([]int, len(keys))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tenure-db/tenure/internal/testenv"
 )
 
 const benchKeys = 10000
@@ -32,6 +34,7 @@ func BenchmarkGet(b *testing.B) {
 	s, keys := openBench(b, FsyncEverysec)
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer testenv.ReportCPU(b)()
 	for i := 0; b.Loop(); i++ {
 		if _, ok, err := s.Get(keys[i%len(keys)]); err != nil || !ok {
 			b.Fatal(ok, err)
@@ -44,6 +47,7 @@ func BenchmarkSet(b *testing.B) {
 	value := []byte("fedcba9876543210")
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer testenv.ReportCPU(b)()
 	for i := 0; b.Loop(); i++ {
 		if _, err := s.Set(keys[i%len(keys)], value, SetOptions{}); err != nil {
 			b.Fatal(err)
@@ -111,6 +115,7 @@ func BenchmarkGetFunc(b *testing.B) {
 	var n int
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer testenv.ReportCPU(b)()
 	for i := 0; b.Loop(); i++ {
 		if ok, err := s.GetFunc(keys[i%len(keys)], func(v []byte) { n += len(v) }); err != nil || !ok {
 			b.Fatal(ok, err)
@@ -126,6 +131,7 @@ func BenchmarkPipelineSet(b *testing.B) {
 	p := s.NewPipeline()
 	b.ReportAllocs()
 	b.ResetTimer()
+	defer testenv.ReportCPU(b)()
 	for i := 0; b.Loop(); i++ {
 		if _, err := p.View().Set(keys[(i*7919)%len(keys)], value, SetOptions{}); err != nil {
 			b.Fatal(err)

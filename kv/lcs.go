@@ -56,7 +56,7 @@ func (s *Store) snapshotValue(snap pebble.Reader, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if found && expiredAt(rec.expiry, s.nowMs()) {
+	if found && s.expiredNow(rec.expiry) {
 		_ = closer.Close()
 		found = false
 	}

@@ -52,7 +52,7 @@ func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 		}
 		return false, err
 	}
-	if found && expiredAt(rec.expiry, s.nowMs()) {
+	if found && s.expiredNow(rec.expiry) {
 		_ = closer.Close()
 		s.lookups.count(false)
 		return false, s.dropExpired(key)

@@ -16,11 +16,11 @@ import (
 // the keys it guards, padded to its own cache line.
 type stripe struct {
 	sync.Mutex
-	meta map[string]keyMeta // guarded by the mutex; see remember
+	meta metaTable // guarded by the mutex; see remember
 	// watched holds the WATCHes of its keys (see Watch); guarded by the
 	// mutex, nil until a key is watched.
 	watched map[string][]*watchEntry
-	_       [40]byte
+	_       [16]byte
 }
 
 // keyMeta is what the store remembers of a key that is on disk: all a write
@@ -89,7 +89,7 @@ func (s *Store) load(it *item, now int64, withValue bool) error {
 
 // loadCommitted is load outside a transaction: what is committed.
 func (s *Store) loadCommitted(it *item, now int64, withValue bool) error {
-	if m, ok := it.st.meta[string(it.key)]; ok && !withValue {
+	if m, ok := it.st.meta.get(dataKeyHash(it.dk), it.key); ok && !withValue {
 		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence}}
 		return nil
 	}
@@ -122,28 +122,15 @@ func loadFrom(r pebble.Reader, it *item, now int64, withValue bool) error {
 // (Go's map iteration starts at a random place). The caller holds the
 // stripe.
 func (s *Store) remember(it *item) {
-	m := it.st.meta
+	m, h := &it.st.meta, dataKeyHash(it.dk)
 	if !it.cur.present {
-		delete(m, string(it.key))
-		return
-	}
-	km := keyMeta{expiry: it.cur.rec.expiry, fence: it.cur.rec.fence}
-	if old, ok := m[string(it.key)]; ok {
-		if old != km {
-			m[string(it.key)] = km
-		}
+		m.del(h, it.key)
 		return
 	}
 	if s.metaPerStripe == 0 {
 		return
 	}
-	if len(m) >= s.metaPerStripe {
-		for k := range m {
-			delete(m, k)
-			break
-		}
-	}
-	m[string(it.key)] = km
+	m.put(h, it.key, keyMeta{expiry: it.cur.rec.expiry, fence: it.cur.rec.fence}, s.metaPerStripe)
 }
 
 // committed brings the metadata cache in step with it once the commit of
@@ -152,7 +139,7 @@ func (s *Store) remember(it *item) {
 // caller holds its stripe.
 func (s *Store) committed(it *item, err error) {
 	if err != nil {
-		delete(it.st.meta, string(it.key))
+		it.st.meta.del(dataKeyHash(it.dk), it.key)
 		return
 	}
 	s.remember(it)

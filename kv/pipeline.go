@@ -63,6 +63,10 @@ func (p *Pipeline) Commit() error {
 	return nil
 }
 
+// maxKeptScratch is the most room for data keys a pipeline keeps from one
+// commit to the next.
+const maxKeptScratch = 64 << 10
+
 // commitPart commits the batch, with its stripes held, and then lets them
 // go. A failure is kept for Commit to report.
 func (p *Pipeline) commitPart() {
@@ -79,6 +83,11 @@ func (p *Pipeline) commitPart() {
 	clear(t.items)
 	clear(t.touched)
 	t.b, t.items, t.wrote = nil, t.items[:0], false
+	if dks := &t.scratch.dks; cap(*dks) <= maxKeptScratch {
+		*dks = (*dks)[:0] // the items that held them are gone
+	} else {
+		*dks = nil
+	}
 	t.counts = change{}
 }
 

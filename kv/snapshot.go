@@ -98,7 +98,7 @@ func (s *Store) Restore(r io.Reader) error {
 	}
 	for i := range s.stripes {
 		s.stripes[i].Lock()
-		clear(s.stripes[i].meta)
+		s.stripes[i].meta.reset()
 	}
 	defer func() {
 		for i := range s.stripes {

@@ -117,7 +117,7 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 		s.lookups.count(false)
 		return nil, false, nil
 	}
-	if expiredAt(rec.expiry, s.nowMs()) {
+	if s.expiredNow(rec.expiry) {
 		_ = closer.Close()
 		s.lookups.count(false)
 		return nil, false, s.dropExpired(key)
@@ -405,7 +405,7 @@ func (s *Store) StrLen(key []byte) (int64, error) {
 	}
 	n := int64(len(rec.value))
 	_ = closer.Close()
-	if expiredAt(rec.expiry, s.nowMs()) {
+	if s.expiredNow(rec.expiry) {
 		s.lookups.count(false)
 		return 0, s.dropExpired(key)
 	}
@@ -435,7 +435,7 @@ func (s *Store) GetRange(key []byte, start, end int64) ([]byte, error) {
 		return []byte{}, nil
 	}
 	defer closer.Close()
-	if expiredAt(rec.expiry, s.nowMs()) {
+	if s.expiredNow(rec.expiry) {
 		s.lookups.count(false)
 		return []byte{}, s.dropExpired(key)
 	}

@@ -4,6 +4,7 @@ package kv
 // reaching Pebble in one batch, with no other write in between.
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -27,7 +28,7 @@ type txn struct {
 	counts  change
 	flushed bool
 
-	touched map[string]int // key to its index in items
+	touched map[string]int // key to its index in items, once there are more than scanMax (see find)
 	items   []item         // each key met, as it is after the transaction, without its value
 	wrote   bool           // the batch committed something
 
@@ -35,6 +36,11 @@ type txn struct {
 	// then b is nil until a command writes, stripes are taken as commands
 	// need them, and now is each command's own (see pipeline.go).
 	pipe *Pipeline
+
+	// A command's scratch (update), reused by the next: the commands run
+	// one at a time and keep none of it but what note copies.
+	c       change
+	scratch itemScratch
 }
 
 // Tx runs fn as one transaction, for EXEC: fn calls the methods of the
@@ -120,7 +126,7 @@ func (t *txn) commit(s *Store) error {
 		// After FLUSHALL (or a failed commit of one: the disk is in
 		// doubt) the cache holds nothing, as after FlushAll.
 		for i := range s.stripes {
-			clear(s.stripes[i].meta)
+			s.stripes[i].meta.reset()
 		}
 	} else {
 		for i := range t.items {
@@ -148,14 +154,15 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 	if err := s.refused(); err != nil {
 		return err
 	}
-	items, idx, stripes := s.itemsOf(keys)
+	items, idx, stripes := s.itemsIn(&t.scratch, keys)
 	if t.pipe != nil {
 		if err := t.pipe.acquire(&stripes); err != nil {
 			return err
 		}
 		t.now = s.now().UnixMilli()
 	}
-	c := change{db: s.db, now: t.now}
+	c := &t.c
+	*c = change{db: s.db, now: t.now}
 	defer c.close()
 	for i := range items {
 		if err := t.load(s, &items[i], withValue); err != nil {
@@ -165,7 +172,7 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 			c.drop(&items[i])
 		}
 	}
-	if err := fn(&c, items, idx); err != nil {
+	if err := fn(c, items, idx); err != nil {
 		return err
 	}
 	if c.b == nil {
@@ -177,7 +184,7 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 	if err := t.b.Apply(c.b, nil); err != nil {
 		return err
 	}
-	t.counts.add(&c)
+	t.counts.add(c)
 	for i := range items {
 		t.note(&items[i])
 	}
@@ -195,7 +202,7 @@ func (t *txn) load(s *Store, it *item, withValue bool) error {
 	if t.pipe == nil {
 		return loadFrom(t.b, it, t.now, withValue)
 	}
-	j, touched := t.touched[string(it.key)]
+	j, touched := t.find(it.key)
 	switch {
 	case !touched:
 		return s.loadCommitted(it, t.now, withValue)
@@ -213,16 +220,41 @@ func (t *txn) load(s *Store, it *item, withValue bool) error {
 func (t *txn) note(it *item) {
 	kept := *it
 	kept.cur.rec.value = nil
-	if t.touched == nil {
-		t.touched = map[string]int{}
-	}
-	j, ok := t.touched[string(it.key)]
-	if !ok {
-		t.touched[string(it.key)] = len(t.items)
-		t.items = append(t.items, kept)
+	if j, ok := t.find(it.key); ok {
+		t.items[j] = kept
 		return
 	}
-	t.items[j] = kept
+	t.items = append(t.items, kept)
+	switch n := len(t.items); {
+	case n == scanMax+1:
+		if t.touched == nil {
+			t.touched = make(map[string]int, 4*scanMax)
+		}
+		for j := range t.items {
+			t.touched[string(t.items[j].key)] = j
+		}
+	case n > scanMax+1:
+		t.touched[string(it.key)] = n - 1
+	}
+}
+
+// scanMax is how many keys a transaction notes before it indexes them in
+// touched: up to that many (a pipeline's usually are) are found sooner by
+// comparing them than by hashing, and noted without an allocation.
+const scanMax = 16
+
+// find returns the index in items of key, if noted.
+func (t *txn) find(key []byte) (int, bool) {
+	if len(t.items) > scanMax {
+		j, ok := t.touched[string(key)]
+		return j, ok
+	}
+	for j := range t.items {
+		if bytes.Equal(t.items[j].key, key) {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // flushAll is FLUSHALL inside a transaction.

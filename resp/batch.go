@@ -1,6 +1,10 @@
 package resp
 
-import "github.com/tenure-db/tenure/kv"
+import (
+	"time"
+
+	"github.com/tenure-db/tenure/kv"
+)
 
 // Read batches: the writes of the requests that arrived in one read of a
 // connection (a client's pipeline) reach Pebble in one commit, and with
@@ -43,6 +47,7 @@ func (c *conn) batchFor(args [][]byte) {
 		return
 	}
 	cmd := lookup(c.srv.table, args[0])
+	c.looked = cmd
 	if cmd == nil || cmd.Flags&flagBatched == 0 {
 		c.endBatch()
 		return
@@ -80,6 +85,7 @@ func (c *conn) endBatch() {
 		return
 	}
 	c.store = c.srv.store
+	c.lastEnd = time.Time{} // the commit is no request's time
 	wrote, from, replies := b.wrote, b.from, b.replies
 	b.wrote, b.from, b.replies = false, 0, 0
 	err := b.pipe.Commit()

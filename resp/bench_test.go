@@ -3,13 +3,12 @@ package resp_test
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-db/tenure"
+	"github.com/tenure-db/tenure/internal/testenv"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -49,21 +48,6 @@ func benchStore(b *testing.B) (*redis.Client, []string) {
 	return c, keys
 }
 
-// reportCPU reports, when the returned func is called at the end of a
-// benchmark, the process's CPU time (user and system, client and server
-// together) per op as cpu-ns/op: on a machine shared with other work it
-// varies far less than ns/op, which counts the waits for a CPU too.
-func reportCPU(b *testing.B) func() {
-	start := processCPU()
-	return func() { b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op") }
-}
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // pipelined runs b.N commands in pipelines of benchPipeline; an op is one
 // command.
 func pipelined(b *testing.B, queue func(p redis.Pipeliner, key string)) {
@@ -71,7 +55,7 @@ func pipelined(b *testing.B, queue func(p redis.Pipeliner, key string)) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer testenv.ReportCPU(b)()
 	for i := 0; i < b.N; {
 		p := c.Pipeline()
 		for n := 0; n < benchPipeline && i < b.N; n, i = n+1, i+1 {

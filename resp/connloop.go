@@ -36,6 +36,12 @@ type conn struct {
 	laddr   string
 	created time.Time
 	closing bool // set by QUIT, SHUTDOWN, or a write that failed
+	// lastEnd is when the request before ended, while the next one of the
+	// same read batch follows it at once (see exec); zero otherwise.
+	lastEnd time.Time
+	// looked is the row of the request about to run, as batchFor looked
+	// it up, for admit; nil when it did not.
+	looked *command
 
 	role Role
 	user string
@@ -141,7 +147,7 @@ func (c *conn) run(args [][]byte) (ok bool) {
 			ok = false
 		}
 	}()
-	c.exec(args)
+	c.lastEnd = c.exec(args)
 	c.batched(mark)
 	return true
 }
@@ -150,6 +156,7 @@ func (c *conn) run(args [][]byte) (ok bool) {
 // are committed (endBatch).
 func (c *conn) flush() bool {
 	c.endBatch()
+	c.lastEnd = time.Time{}
 	if c.out.Len() == 0 {
 		return true
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-db/tenure"
+	"github.com/tenure-db/tenure/internal/testenv"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkLockHoldReleaseCycle(b *testing.B) {
 	var id atomic.Int64
 	b.SetParallelism((clients + 1) / 2) // × GOMAXPROCS goroutines: 50 on 2 cores
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer testenv.ReportCPU(b)()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()

@@ -143,11 +143,16 @@ func (m *metrics) bind(s *Server) {
 // done counts one command: cmd is the row that answered (nil: no such
 // command), reply what it answered.
 func (m *metrics) done(cmd *command, start time.Time, reply []byte) {
+	m.doneAt(cmd, start, time.Now(), reply)
+}
+
+// doneAt is done for a command that ended at end.
+func (m *metrics) doneAt(cmd *command, start, end time.Time, reply []byte) {
 	cm := m.unknown
 	if cmd != nil && cmd.metrics != nil {
 		cm = cmd.metrics
 	}
-	cm.duration.Observe(time.Since(start).Seconds())
+	cm.duration.Observe(end.Sub(start).Seconds())
 	if len(reply) == 0 || reply[0] != '-' {
 		cm.ok.Inc()
 		return

@@ -1,0 +1,136 @@
+package kv
+
+import "encoding/binary"
+
+// metaTable is a stripe's metadata cache: a hash table with open addressing
+// and linear probing, whose slots hold each key's hash, metadata and key
+// inline. A write looks its key up in it on every command, and it is what
+// a write's own work is mostly waiting on: a Go map costs a cache miss for
+// its control word, another for the slot and one for the key's bytes;
+// here the slot is the first, found by the hash the key's data key
+// already carries (no hashing), and only a slot whose hash matches has its
+// key compared.
+//
+// It grows from a few slots, doubling while it is less than half full,
+// up to twice its limit; at its limit, a put of a new key first forgets
+// one it holds (the first at or after the new key's slot). The caller
+// holds the stripe.
+type metaTable struct {
+	slots []metaSlot // a power of two of them, or none
+	n     int        // full slots
+}
+
+type metaSlot struct {
+	h    uint64
+	m    keyMeta
+	key  string
+	full bool
+}
+
+// dataKeyHash is the hash a data key carries (see appendDataKey).
+func dataKeyHash(dk []byte) uint64 { return binary.BigEndian.Uint64(dk[1:prefixLen]) }
+
+// home is the slot where h's probe starts; the low bits of h pick the
+// stripe, so they are the same for all of a table's keys.
+func (t *metaTable) home(h uint64) int { return int(h/numStripes) & (len(t.slots) - 1) }
+
+// find returns the index of key's slot, or -1.
+func (t *metaTable) find(h uint64, key []byte) int {
+	if t.n == 0 {
+		return -1
+	}
+	mask := len(t.slots) - 1
+	for i := t.home(h); ; i = (i + 1) & mask {
+		sl := &t.slots[i]
+		if !sl.full {
+			return -1
+		}
+		if sl.h == h && sl.key == string(key) {
+			return i
+		}
+	}
+}
+
+func (t *metaTable) get(h uint64, key []byte) (keyMeta, bool) {
+	if i := t.find(h, key); i >= 0 {
+		return t.slots[i].m, true
+	}
+	return keyMeta{}, false
+}
+
+// put remembers m for key, holding at most limit keys (limit > 0).
+func (t *metaTable) put(h uint64, key []byte, m keyMeta, limit int) {
+	if i := t.find(h, key); i >= 0 {
+		t.slots[i].m = m
+		return
+	}
+	if t.n >= limit {
+		t.evict(h)
+	}
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	mask := len(t.slots) - 1
+	i := t.home(h)
+	for t.slots[i].full {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = metaSlot{h: h, m: m, key: string(key), full: true}
+	t.n++
+}
+
+func (t *metaTable) del(h uint64, key []byte) {
+	if i := t.find(h, key); i >= 0 {
+		t.removeAt(i)
+	}
+}
+
+func (t *metaTable) reset() {
+	clear(t.slots)
+	t.n = 0
+}
+
+// evict forgets the first key at or after h's slot.
+func (t *metaTable) evict(h uint64) {
+	mask := len(t.slots) - 1
+	i := t.home(h)
+	for !t.slots[i].full {
+		i = (i + 1) & mask
+	}
+	t.removeAt(i)
+}
+
+// removeAt empties slot i and moves back the slots after it that would
+// otherwise no longer be found from their home.
+func (t *metaTable) removeAt(i int) {
+	mask := len(t.slots) - 1
+	for j := (i + 1) & mask; t.slots[j].full; j = (j + 1) & mask {
+		// Slot j may fill the hole at i unless its home lies cyclically in
+		// (i, j].
+		if k := t.home(t.slots[j].h); (j-k)&mask < (j-i)&mask {
+			continue
+		}
+		t.slots[i] = t.slots[j]
+		i = j
+	}
+	t.slots[i] = metaSlot{}
+	t.n--
+}
+
+func (t *metaTable) grow() {
+	old := t.slots
+	t.slots = make([]metaSlot, max(8, 2*len(old)))
+	t.n = 0
+	mask := len(t.slots) - 1
+	for _, sl := range old {
+		if !sl.full {
+			continue
+		}
+		i := t.home(sl.h)
+		for t.slots[i].full {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = sl
+		t.n++
+	}
+}
