@@ -35,7 +35,7 @@ fi
 start=$SECONDS
 passed=0
 failed=0
-for check in redis-cli.sh redis-py.sh node.sh go-redis.sh redis-benchmark.sh; do
+for check in redis-cli.sh cluster.sh redis-py.sh node.sh go-redis.sh redis-benchmark.sh; do
 	echo
 	echo "=== compat/$check"
 	if bash "$COMPAT_DIR/$check"; then
