@@ -126,20 +126,56 @@ func (q *eventQueue) clear() { q.refs = nil }
 //
 // A method that comes in while a million leases fall due would run what
 // the timer has not swept yet in one go, and keep the CPU from every other
-// goroutine of the server (a GET, a PING) for as long: so it yields after
-// each sweepStep events, the lock still held. Lock methods wait for it, as
-// they must; everything else runs in between.
+// goroutine of the server (a GET, a PING) for as long: so it pauses after
+// each sweepStep events (see pacer), the lock still held. Lock methods wait
+// for it, as they must; everything else runs in between.
 func (m *Manager) advance(now instant) {
 	step := m.sweepStep
 	if step <= 0 {
 		step = DefaultSweepStep
 	}
+	var p pacer
 	for m.sweep(now, step) {
 		if m.betweenSteps != nil {
 			m.betweenSteps()
 		}
-		runtime.Gosched()
+		p.pause()
 	}
+}
+
+// pacer spaces the steps of one sweep. Between two steps it yields
+// (runtime.Gosched), and once sweepParkEvery has gone by since it last
+// parked, it parks the sweeping goroutine for a moment instead. Yielding
+// alone is not enough where the server has one P (GOMAXPROCS=1, as when
+// it is pinned to a CPU): the scheduler runs what is in its run queues,
+// the sweeper again at once, and polls the network only when they are
+// empty, or when its monitor does (every 10 ms) — a PING that came in
+// would wait for that. A park leaves them empty, so the network is polled
+// and what came in runs before the sweep goes on.
+//
+// The times here are the machine's, not the store's: they pace the CPU,
+// and decide nothing about any lease.
+type pacer struct{ parked time.Time }
+
+// sweepParkEvery is the longest a sweep runs without parking, and
+// sweepPark how long it parks (on an idle machine the runtime's timer
+// makes that up to a millisecond: the network poll's resolution).
+const (
+	sweepParkEvery = 2 * time.Millisecond
+	sweepPark      = time.Microsecond
+)
+
+// pause is what a sweep does between two of its steps.
+func (p *pacer) pause() {
+	if p.parked.IsZero() {
+		p.parked = time.Now()
+	}
+	if time.Since(p.parked) < sweepParkEvery {
+		runtime.Gosched()
+		return
+	}
+	time.Sleep(sweepPark)
+	p.parked = time.Now()
 }
 
 // sweep runs at most limit of the events due at or before now, earliest
@@ -206,9 +242,9 @@ func (m *Manager) expire(r *request, now instant) {
 // hold of the Manager's lock. A million leases that fall due at once would
 // otherwise hold it for the whole sweep, and the goroutine that sweeps would
 // keep the CPU from everything else the server does; between steps the
-// timer lets the lock go and yields. A method that comes in between still
-// runs every event due before it reads (advance): the steps spread the
-// timer's work, they never leave a read stale.
+// timer lets the lock go and pauses (see pacer). A method that comes in
+// between still runs every event due before it reads (advance): the steps
+// spread the timer's work, they never leave a read stale.
 const DefaultSweepStep = 1024
 
 // fire is the clock timer's callback. A timer fires at or after the time it
@@ -217,6 +253,7 @@ const DefaultSweepStep = 1024
 // makes one extra wake-up.) It sweeps what is due in steps (see
 // DefaultSweepStep).
 func (m *Manager) fire() {
+	var p pacer
 	for {
 		m.mu.Lock()
 		if m.closed {
@@ -238,6 +275,6 @@ func (m *Manager) fire() {
 		if m.betweenSteps != nil {
 			m.betweenSteps()
 		}
-		runtime.Gosched()
+		p.pause()
 	}
 }
