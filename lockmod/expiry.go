@@ -124,23 +124,33 @@ func (q *eventQueue) clear() { q.refs = nil }
 // sweep that has not reached a lease yet, never lets an ended lease be seen
 // as live.
 //
-// A method that comes in while a million leases fall due would run what
-// the timer has not swept yet in one go, and keep the CPU from every other
-// goroutine of the server (a GET, a PING) for as long: so it pauses after
-// each sweepStep events (see pacer), the lock still held. Lock methods wait
-// for it, as they must; everything else runs in between.
-func (m *Manager) advance(now instant) {
+// A method that comes in while a million leases fall due meets what the
+// timer has not swept yet, maybe a second's worth. It sweeps that in steps
+// of sweepStep events and lets the lock go between them (pausing as the
+// timer does, see pacer), so that in between the timer's own steps, which
+// read the clock afresh and end the leases with a waiter first, still
+// grant those waiters on time, and other methods sweep alongside. What
+// this method reads once it is through has every event due by now run,
+// some due later maybe too: never an ended lease live. It is false, the
+// lock held, when the Manager was closed or paused meanwhile.
+func (m *Manager) advance(now instant) bool {
 	step := m.sweepStep
 	if step <= 0 {
 		step = DefaultSweepStep
 	}
 	var p pacer
 	for m.sweep(now, step) {
+		m.mu.Unlock()
 		if m.betweenSteps != nil {
 			m.betweenSteps()
 		}
 		p.pause()
+		m.mu.Lock()
+		if m.closed || m.paused {
+			return false
+		}
 	}
+	return true
 }
 
 // pacer spaces the steps of one sweep. Between two steps it yields
@@ -216,8 +226,10 @@ func (m *Manager) sweep(now instant, limit int) (more bool) {
 
 // arm makes sure one clock timer is armed no later than the earliest event.
 // A timer armed for a later time is replaced; one armed earlier is left to
-// fire, find nothing or little due, and arm again.
-func (m *Manager) arm(now instant) {
+// fire, find nothing or little due, and arm again. It reads the clock for
+// the timer's delay: a method's now is stale by as long as its advance
+// took.
+func (m *Manager) arm() {
 	if m.closed || m.events.len() == 0 {
 		return
 	}
@@ -229,7 +241,7 @@ func (m *Manager) arm(now instant) {
 		m.timer.Stop()
 	}
 	m.timerAt = next
-	m.timer = m.clock.AfterFunc(time.Duration(next-now), m.fireFn)
+	m.timer = m.clock.AfterFunc(time.Duration(next-m.now()), m.fireFn)
 }
 
 // expire ends live lease r at its deadline, due at now: expired, or revoked
@@ -273,7 +285,7 @@ func (m *Manager) fire() {
 		}
 		more := m.sweep(now, m.sweepStep)
 		if !more {
-			m.arm(now)
+			m.arm()
 		}
 		m.mu.Unlock()
 		if !more {
