@@ -5,7 +5,6 @@ package lockmod
 // clock timer is armed for the earliest.
 
 import (
-	"runtime"
 	"slices"
 	"time"
 )
@@ -151,45 +150,6 @@ func (m *Manager) advance(now instant) bool {
 		}
 	}
 	return true
-}
-
-// pacer spaces the steps of one sweep. Between two steps it yields
-// (runtime.Gosched), and once sweepParkEvery has gone by since it last
-// parked, it parks the sweeping goroutine for a moment instead. Yielding
-// alone is not enough where the server has one P (GOMAXPROCS=1, as when
-// it is pinned to a CPU): the scheduler runs what is in its run queues,
-// the sweeper again at once, and polls the network only when they are
-// empty, or when its monitor does (every 10 ms) — a PING that came in
-// would wait for that. A park leaves them empty, so the network is polled
-// and what came in runs before the sweep goes on.
-//
-// The times here are the machine's, not the store's: they pace the CPU,
-// and decide nothing about any lease.
-type pacer struct{ parked time.Time }
-
-// sweepParkEvery is the longest a sweep runs without parking, and
-// sweepPark how long it parks. Where nothing else wants the CPU the
-// runtime makes the park up to a millisecond (the network poll's
-// resolution): a sweep with nobody else to let in runs at about a third
-// of its speed, in exchange for readers that wait a millisecond or two,
-// not ten, behind a million due leases (issue 19's mass expiry: PING/GET
-// p50 10 ms with Gosched alone, 3 ms with this).
-const (
-	sweepParkEvery = 500 * time.Microsecond
-	sweepPark      = time.Microsecond
-)
-
-// pause is what a sweep does between two of its steps.
-func (p *pacer) pause() {
-	if p.parked.IsZero() {
-		p.parked = time.Now()
-	}
-	if time.Since(p.parked) < sweepParkEvery {
-		runtime.Gosched()
-		return
-	}
-	time.Sleep(sweepPark)
-	p.parked = time.Now()
 }
 
 // sweep runs at most limit of the events due at or before now, earliest
