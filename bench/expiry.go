@@ -140,8 +140,12 @@ func expiry(ctx context.Context, r *run) (map[string]float64, error) {
 // the waiters' grant lateness (LOCK-06), and how long after the last
 // deadline the last lease is gone. The leases are loaded through pipelines
 // with a ttl each that puts its deadline at its place in the spread,
-// massLead after loading began; a lease's deadline is taken as that place,
-// which the store's is no earlier than.
+// massLead after loading began. The store's deadline is no earlier than
+// that place, but later by as long as the pipeline took to reach the store
+// (milliseconds, while a million leases load): so a waiter's holder's
+// deadline is taken as the later of its place and what the store says of
+// it before the waiter joins (see deadlineNoEarlier), no later than the
+// store's either way.
 func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
 	n, spread, nw, nr := r.cfg.massLeases, r.cfg.massSpread, r.cfg.massWaiters, r.cfg.massReaders
 	c := newClient(r.p.addr, 12, 64<<10)
@@ -184,7 +188,19 @@ func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
 		return nil, fmt.Errorf("loading %d leases took %.1fs, too close to the first deadline: raise -mass-lead", n, float64(loaded-start)/1e9)
 	}
 
-	// The waiters join at once, well before their holders' deadlines.
+	// The waiters' holders' deadlines, then the waiters join at once, well
+	// before them.
+	deadlines := make([]int64, nw)
+	skew := make([][]int64, 1)
+	for k := range nw {
+		i := k * n / nw
+		d, err := deadlineNoEarlier(ctx, c, r.p.target, "mass:"+strconv.Itoa(i))
+		if err != nil {
+			return nil, err
+		}
+		deadlines[k] = max(due(i), d)
+		skew[0] = append(skew[0], deadlines[k]-due(i))
+	}
 	late := make([][]int64, nw)
 	var fail failures
 	var lateJoins atomic.Int64
@@ -194,7 +210,7 @@ func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
 	for k := range nw {
 		wg.Go(func() {
 			i := k * n / nw
-			deadline := due(i)
+			deadline := deadlines[k]
 			if now() >= deadline {
 				lateJoins.Add(1)
 				return
@@ -254,6 +270,9 @@ func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
 	if wl.N > 0 {
 		m["late_p50_ms"], m["late_p99_ms"], m["late_max_ms"] = wl.P50, wl.P99, wl.Max
 	}
+	// How much later than their places the store put the deadlines: what
+	// the lateness would wrongly include, were it taken from the places.
+	m["deadline_after_place_p99_ms"] = summarize(skew).P99
 
 	// Gone: only the waiters' leases are left (and the key the readers
 	// read, on Redis).
@@ -277,4 +296,32 @@ func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return m, fail.verdict(m, lat.N)
+}
+
+// deadlineNoEarlier is a time (on the program's clock) no later than the
+// deadline the store has for key's lease: when the question was sent plus
+// the time left it answers, as LOCK.INFO's ttl (whole milliseconds, cut
+// down) or Redis's PTTL (whole milliseconds of a deadline kept in whole
+// milliseconds: one less).
+func deadlineNoEarlier(ctx context.Context, c *redis.Client, t *target, key string) (int64, error) {
+	sent := now()
+	if t.Redis {
+		left, err := c.PTTL(ctx, lockName+":"+key).Result()
+		if err != nil || left <= 0 {
+			return 0, fmt.Errorf("PTTL %s: %v, %w", key, left, err)
+		}
+		return sent + int64(left) - int64(time.Millisecond), nil
+	}
+	info, err := c.Do(ctx, "LOCK.INFO", lockName, key).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("LOCK.INFO %s: %w", key, err)
+	}
+	for j := 0; j+1 < len(info); j += 2 {
+		if info[j] == "ttl" {
+			if ms, ok := info[j+1].(int64); ok && ms > 0 {
+				return sent + ms*int64(time.Millisecond), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("LOCK.INFO %s replied %v: no ttl left", key, info)
 }

@@ -48,14 +48,18 @@
 // one clock timer is armed for the earliest. Each method also runs the events
 // already due before it looks at anything, so a late timer never shows an
 // ended lease as live. The timer runs what is due in steps of
-// DefaultSweepStep events, letting the mutex go and yielding between them,
-// so that a million leases falling due at once do not hold the mutex, or
-// the CPU, for the whole sweep; a method that comes between two steps runs
-// the rest itself before it reads. A sweep that lags behind ends the due
-// leases whose keys have a line first (see contestedLease), so that their
+// DefaultSweepStep events, letting the mutex go and pausing between them
+// (a yield, and every half millisecond a short park so that a process on
+// one CPU polls the network: see pacer), so that a million leases falling
+// due at once do not hold the mutex, or the CPU, for the whole sweep; a
+// method that comes between two steps runs the rest itself before it
+// reads, in steps too, letting the mutex go between them so that the
+// timer's steps still run. A sweep that lags behind ends the due leases
+// whose keys have a line first (see contestedLease), so that their
 // waiters are granted in its first step; a waiter whose WAIT ran out before
 // its holder's deadline lingers rather than being granted. Tests use
-// FakeClock and Advance it; nothing sleeps.
+// FakeClock and Advance it; nothing sleeps on store time (the pacer's
+// parks are the machine's time, and decide nothing).
 //
 // One mutex guards a Manager. Ticket Done channels are closed under it, and
 // the EpochBumper is called with it held, so it must not call back.

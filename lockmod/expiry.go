@@ -5,7 +5,6 @@ package lockmod
 // clock timer is armed for the earliest.
 
 import (
-	"runtime"
 	"slices"
 	"time"
 )
@@ -124,22 +123,33 @@ func (q *eventQueue) clear() { q.refs = nil }
 // sweep that has not reached a lease yet, never lets an ended lease be seen
 // as live.
 //
-// A method that comes in while a million leases fall due would run what
-// the timer has not swept yet in one go, and keep the CPU from every other
-// goroutine of the server (a GET, a PING) for as long: so it yields after
-// each sweepStep events, the lock still held. Lock methods wait for it, as
-// they must; everything else runs in between.
-func (m *Manager) advance(now instant) {
+// A method that comes in while a million leases fall due meets what the
+// timer has not swept yet, maybe a second's worth. It sweeps that in steps
+// of sweepStep events and lets the lock go between them (pausing as the
+// timer does, see pacer), so that in between the timer's own steps, which
+// read the clock afresh and end the leases with a waiter first, still
+// grant those waiters on time, and other methods sweep alongside. What
+// this method reads once it is through has every event due by now run,
+// some due later maybe too: never an ended lease live. It is false, the
+// lock held, when the Manager was closed or paused meanwhile.
+func (m *Manager) advance(now instant) bool {
 	step := m.sweepStep
 	if step <= 0 {
 		step = DefaultSweepStep
 	}
+	var p pacer
 	for m.sweep(now, step) {
+		m.mu.Unlock()
 		if m.betweenSteps != nil {
 			m.betweenSteps()
 		}
-		runtime.Gosched()
+		p.pause()
+		m.mu.Lock()
+		if m.closed || m.paused {
+			return false
+		}
 	}
+	return true
 }
 
 // sweep runs at most limit of the events due at or before now, earliest
@@ -176,8 +186,10 @@ func (m *Manager) sweep(now instant, limit int) (more bool) {
 
 // arm makes sure one clock timer is armed no later than the earliest event.
 // A timer armed for a later time is replaced; one armed earlier is left to
-// fire, find nothing or little due, and arm again.
-func (m *Manager) arm(now instant) {
+// fire, find nothing or little due, and arm again. It reads the clock for
+// the timer's delay: a method's now is stale by as long as its advance
+// took.
+func (m *Manager) arm() {
 	if m.closed || m.events.len() == 0 {
 		return
 	}
@@ -189,7 +201,7 @@ func (m *Manager) arm(now instant) {
 		m.timer.Stop()
 	}
 	m.timerAt = next
-	m.timer = m.clock.AfterFunc(time.Duration(next-now), m.fireFn)
+	m.timer = m.clock.AfterFunc(time.Duration(next-m.now()), m.fireFn)
 }
 
 // expire ends live lease r at its deadline, due at now: expired, or revoked
@@ -206,10 +218,13 @@ func (m *Manager) expire(r *request, now instant) {
 // hold of the Manager's lock. A million leases that fall due at once would
 // otherwise hold it for the whole sweep, and the goroutine that sweeps would
 // keep the CPU from everything else the server does; between steps the
-// timer lets the lock go and yields. A method that comes in between still
-// runs every event due before it reads (advance): the steps spread the
-// timer's work, they never leave a read stale.
-const DefaultSweepStep = 1024
+// timer lets the lock go and pauses (see pacer). A method that comes in
+// between still runs every event due before it reads (advance): the steps
+// spread the timer's work, they never leave a read stale. At ~1 µs an end,
+// a step is a quarter of a millisecond: what a waiter whose holder falls
+// due mid-step waits at most, beyond the pacer's park (contested leases go
+// first in every step).
+const DefaultSweepStep = 256
 
 // fire is the clock timer's callback. A timer fires at or after the time it
 // was armed for, so one that fires before timerAt is a stale timer whose Stop
@@ -217,6 +232,7 @@ const DefaultSweepStep = 1024
 // makes one extra wake-up.) It sweeps what is due in steps (see
 // DefaultSweepStep).
 func (m *Manager) fire() {
+	var p pacer
 	for {
 		m.mu.Lock()
 		if m.closed {
@@ -229,7 +245,7 @@ func (m *Manager) fire() {
 		}
 		more := m.sweep(now, m.sweepStep)
 		if !more {
-			m.arm(now)
+			m.arm()
 		}
 		m.mu.Unlock()
 		if !more {
@@ -238,6 +254,6 @@ func (m *Manager) fire() {
 		if m.betweenSteps != nil {
 			m.betweenSteps()
 		}
-		runtime.Gosched()
+		p.pause()
 	}
 }

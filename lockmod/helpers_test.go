@@ -305,9 +305,15 @@ func checkOrder(m *Manager) error {
 func checkOrderBlocks(o *order, each func(*orderEntry) error) error {
 	var prev *orderEntry
 	n := 0
+	if len(o.lasts) != len(o.blocks) {
+		return fmt.Errorf("%d blocks, %d last positions", len(o.blocks), len(o.lasts))
+	}
 	for bi, b := range o.blocks {
 		if b.n < 1 || b.n > orderBlockCap {
 			return fmt.Errorf("block %d holds %d entries", bi, b.n)
+		}
+		if o.lasts[bi] != b.e[b.n-1].pos {
+			return fmt.Errorf("block %d: last position filed as %#x, is %#x", bi, o.lasts[bi], b.e[b.n-1].pos)
 		}
 		for j := range b.n {
 			e := &b.e[j]

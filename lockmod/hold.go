@@ -235,6 +235,8 @@ func (m *Manager) grant(r *request, maxHold time.Duration, ending *Ending, now i
 	}
 	if r.at != never {
 		m.events.schedule(r)
+	} else {
+		m.events.unschedule(r) // its WAIT's event, if it waited: it has none now
 	}
 	m.stats.GrantsTotal++
 	if m.trace != nil {

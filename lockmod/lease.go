@@ -127,8 +127,14 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 		lock, key := splitName(r.name())
 		m.observer.LeaseEnded(EndEvent{Lock: lock, Key: key, Fence: r.fence, Reason: reasonText[why], Held: time.Duration(at - r.grantedAt)})
 	}
-	m.grantNext(r.name(), at, now)
-	m.unlistIfIdle(r.name())
+	name := r.name()
+	if m.lines[name] == nil {
+		// Nobody waits, and r held the key (LOCK-01): it is idle now.
+		m.order.remove(name)
+		return
+	}
+	m.grantNext(name, at, now)
+	m.unlistIfIdle(name)
 }
 
 // unlistIfIdle takes name out of the order once its key is neither held

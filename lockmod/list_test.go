@@ -283,3 +283,24 @@ func BenchmarkListStep(b *testing.B) {
 		cursor, _ = m.List("l", cursor, 10)
 	}
 }
+
+// BenchmarkOrderRemoveAdd: the order of a million keys, one key unlisted
+// and listed again an op, the keys in random order: what ending a lease
+// and granting one cost the order, caches cold as in a mass expiry.
+func BenchmarkOrderRemoveAdd(b *testing.B) {
+	const n = 1_000_000
+	o := newOrder()
+	reqs := make([]*request, n)
+	for i := range reqs {
+		name := string(keyName(nil, "batch", "job-"+strconv.Itoa(i)))
+		reqs[i] = &request{text: name, nameLen: uint32(len(name))}
+		o.add(reqs[i])
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ResetTimer()
+	for range b.N {
+		r := reqs[rng.IntN(n)]
+		o.remove(r.name())
+		o.add(r)
+	}
+}

@@ -105,7 +105,7 @@ type Manager struct {
 	// sweepStep is DefaultSweepStep; tests and benchmarks change it.
 	sweepStep int
 	// betweenSteps, if set (tests only), runs between two steps of a
-	// sweep: the timer's, without the lock; a method's advance, with it.
+	// sweep, the timer's or a method's advance, without the lock.
 	betweenSteps func()
 }
 
@@ -238,10 +238,8 @@ func (m *Manager) prefixTaken(id leaseID) bool {
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.closed && !m.paused {
-		now := m.now()
-		m.advance(now)
-		m.arm(now)
+	if !m.closed && !m.paused && m.advance(m.now()) {
+		m.arm()
 	}
 	s := m.stats
 	s.Epoch = m.epoch
@@ -254,7 +252,8 @@ func (m *Manager) Stats() Stats {
 // and brings the Manager up to now, ending what is past its deadline, so
 // that nothing is read stale whether the timer has fired or not (advance
 // before every read). It is false, the mutex let go, when the Manager is
-// closed. The caller defers finish(now).
+// closed or paused, even while its advance let the mutex go. The caller
+// defers finish(now).
 func (m *Manager) begin() (now instant, ok bool) {
 	m.mu.Lock()
 	if m.closed || m.paused {
@@ -262,14 +261,17 @@ func (m *Manager) begin() (now instant, ok bool) {
 		return 0, false
 	}
 	now = m.now()
-	m.advance(now)
+	if !m.advance(now) {
+		m.mu.Unlock()
+		return 0, false
+	}
 	return now, true
 }
 
 // finish ends what begin started: it arms the timer for the next event and
 // lets the mutex go.
-func (m *Manager) finish(now instant) {
-	m.arm(now)
+func (m *Manager) finish(instant) {
+	m.arm()
 	m.mu.Unlock()
 }
 

@@ -36,7 +36,11 @@ type order struct {
 	seed   maphash.Seed
 	hash   func(string) uint32 // tests swap it to force collisions
 	blocks []*orderBlock
-	n      int
+	// lasts[i] is the position of blocks[i]'s last entry: seek's search
+	// over the blocks reads this one flat array, not a block (a cache miss
+	// each) at every step.
+	lasts []uint64
+	n     int
 	// spare is the last block emptied, kept so that a store that grants
 	// and releases one key at a time does not allocate a block each time.
 	spare *orderBlock
@@ -99,13 +103,18 @@ func compareEntry(a orderEntry, pos uint64, name string) int {
 // seek finds the first entry at or after (pos, name): block i, entry j.
 // i == len(o.blocks) when there is none.
 func (o *order) seek(pos uint64, name string) (i, j int) {
-	i, _ = slices.BinarySearchFunc(o.blocks, 0, func(b *orderBlock, _ int) int {
-		if compareEntry(b.e[b.n-1], pos, name) < 0 {
-			return -1
+	// The first block whose last entry is at or after (pos, name); only a
+	// block whose last position is pos itself is read for its name.
+	lo, hi := 0, len(o.lasts)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if last := o.lasts[mid]; last < pos || last == pos && compareEntry(o.blocks[mid].e[o.blocks[mid].n-1], pos, name) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		return 1
-	})
-	if i == len(o.blocks) {
+	}
+	if i = lo; i == len(o.blocks) {
 		return i, 0
 	}
 	b := o.blocks[i]
@@ -132,6 +141,7 @@ func (o *order) add(r *request) {
 	}
 	if len(o.blocks) == 0 {
 		o.blocks = append(o.blocks, o.newBlock())
+		o.lasts = append(o.lasts, 0)
 	}
 	if i == len(o.blocks) { // after the last entry: append to the last block
 		i--
@@ -146,6 +156,13 @@ func (o *order) add(r *request) {
 	r.listed = true
 	b.n++
 	o.n++
+	o.noteLast(i)
+}
+
+// noteLast files block i's last position in lasts.
+func (o *order) noteLast(i int) {
+	b := o.blocks[i]
+	o.lasts[i] = b.e[b.n-1].pos
 }
 
 // makeRoom makes room in full block i for an entry at j, and returns where
@@ -161,6 +178,7 @@ func (o *order) makeRoom(i, j int) (int, int) {
 		copy(nb.e[:k], b.e[b.n-k:b.n])
 		clear(b.e[b.n-k : b.n])
 		b.n, nb.n = b.n-k, nb.n+k
+		o.noteLast(i) // nb's last entry stays
 		if j > b.n {
 			return i + 1, j - b.n
 		}
@@ -173,6 +191,7 @@ func (o *order) makeRoom(i, j int) (int, int) {
 		copy(b.e[:b.n-k], b.e[k:b.n])
 		clear(b.e[b.n-k : b.n])
 		b.n, pb.n = b.n-k, pb.n+k
+		o.noteLast(i - 1) // b's last entry stays
 		if j < k {
 			return i - 1, pb.n - k + j
 		}
@@ -185,6 +204,7 @@ func (o *order) makeRoom(i, j int) (int, int) {
 	clear(b.e[half:])
 	b.n = half
 	o.blocks = slices.Insert(o.blocks, i+1, nb)
+	o.lasts = slices.Insert(o.lasts, i, b.e[half-1].pos) // nb's last is b's old one
 	if j > half {
 		return i + 1, j - half
 	}
@@ -207,11 +227,14 @@ func (o *order) remove(name string) {
 	b.n--
 	b.e[b.n] = orderEntry{}
 	o.n--
-	switch {
-	case b.n == 0:
+	if b.n == 0 {
 		o.blocks = slices.Delete(o.blocks, i, i+1)
+		o.lasts = slices.Delete(o.lasts, i, i+1)
 		o.spare = b
-	case b.n < orderBlockCap/4:
+		return
+	}
+	o.noteLast(i)
+	if b.n < orderBlockCap/4 {
 		// Merge with a neighbour when both fit in half a block, so blocks
 		// stay at least a quarter full on average and a merged block has
 		// room to grow before it splits again.
@@ -231,6 +254,7 @@ func (o *order) merge(i int) {
 	clear(nb.e[:nb.n])
 	nb.n = 0
 	o.blocks = slices.Delete(o.blocks, i+1, i+2)
+	o.lasts = slices.Delete(o.lasts, i, i+1) // b's last is nb's old one
 	o.spare = nb
 }
 
@@ -246,6 +270,7 @@ func (o *order) newBlock() *orderBlock {
 func (o *order) clear() {
 	clear(o.blocks)
 	o.blocks = o.blocks[:0]
+	o.lasts = o.lasts[:0]
 	o.n = 0
 }
 
