@@ -39,6 +39,12 @@ func (db *DB) HoldInProcess(ctx context.Context, req inprocess.HoldRequest) (inp
 		return nil, context.Cause(ctx)
 	case err != nil:
 		return nil, inProcessError(err)
+	case db.node != nil && !db.node.LocksReady():
+		// Granted while this node's lease on leadership ran out (as
+		// resp answers a connection's HOLD then, LOCK-14): a lease held
+		// in process has no ttl to end it, so it is released here.
+		db.locks.Release(g.LeaseID())
+		return nil, ErrNotLeading
 	}
 	return heldLease{db: db, g: g}, nil
 }

@@ -77,6 +77,8 @@ type Node struct {
 
 	born       time.Time    // the monotonic clock's origin for leaseUntil
 	leaseUntil atomic.Int64 // ns since born: the leader may grant until then (lease.go)
+	// leaseUntilWall is the lease's end on the wall clock, Unix ns.
+	leaseUntilWall atomic.Int64
 
 	// epochGate, when set (tests: export_test.go), holds back the epoch
 	// entry of the next term until it is closed.
@@ -285,7 +287,7 @@ func (n *Node) startEpoch(term uint64) {
 		}
 	}
 	for {
-		asked := time.Since(n.born)
+		asked := n.leaseNow()
 		f := n.raft.Apply(encodeEpoch(time.Now().UnixMilli()), applyTimeout)
 		err := f.Error()
 		if err == nil {

@@ -3,9 +3,11 @@
 package lockmod
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // pollPark parks a goroutine until the scheduler's next poll of the
@@ -49,6 +51,11 @@ func (p *pollPark) park() bool {
 	defer p.mu.Unlock()
 	wrote, failed := false, false
 	var buf [8]byte
+	// On a busy server the runtime may not poll until its monitor does
+	// (every 10 ms): a park is cut short after maxPark, so that a sweep
+	// still gets its turns. The byte then left in the pipe only wakes the
+	// next park early.
+	_ = p.r.SetReadDeadline(time.Now().Add(maxPark))
 	err := p.rc.Read(func(fd uintptr) bool {
 		if !wrote {
 			// Written only now, when the read is armed: a poll that saw
@@ -63,8 +70,11 @@ func (p *pollPark) park() bool {
 		_, err := syscall.Read(int(fd), buf[:])
 		return err != syscall.EAGAIN
 	})
-	return err == nil && !failed
+	return (err == nil || errors.Is(err, os.ErrDeadlineExceeded)) && !failed
 }
+
+// maxPark is the longest a park lasts.
+const maxPark = time.Millisecond
 
 // parkForPoll parks the calling goroutine until the scheduler has polled
 // the network, and reports whether it could.

@@ -153,7 +153,7 @@ func (c *conn) route(cmd *command, args [][]byte) bool {
 	switch {
 	case cmd.Group == "module":
 		if !cl.LocksReady() {
-			c.out.Error("TRYAGAIN", "this leader's new epoch is not applied yet")
+			c.out.Error("TRYAGAIN", "this leader's new epoch is not applied yet, or a majority has not confirmed it leads")
 			return true
 		}
 		return false
