@@ -7,3 +7,13 @@ func (n *Node) HoldEpochEntries() (release func()) {
 	n.epochGate.Store(&gate)
 	return func() { close(gate) }
 }
+
+// LapseLease ends the node's lease on granting now, as a freeze longer
+// than the lease would, and holds back its confirmations until resume is
+// called.
+func (n *Node) LapseLease() (resume func()) {
+	n.confirmHeld.Store(true)
+	n.leaseUntil.Store(0)
+	n.leaseUntilWall.Store(0)
+	return func() { n.confirmHeld.Store(false) }
+}

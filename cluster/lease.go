@@ -57,7 +57,7 @@ func (n *Node) leaseNow() leaseStamp {
 // confirmLease asks a majority whether this node still leads and, if so,
 // extends the lease from the moment it asked.
 func (n *Node) confirmLease() {
-	if n.raft.State() != raft.Leader {
+	if n.raft.State() != raft.Leader || n.confirmHeld.Load() {
 		return
 	}
 	asked := n.leaseNow()

@@ -80,6 +80,10 @@ type Node struct {
 	// leaseUntilWall is the lease's end on the wall clock, Unix ns.
 	leaseUntilWall atomic.Int64
 
+	// confirmHeld, when set (tests: export_test.go), holds back the
+	// lease's confirmations.
+	confirmHeld atomic.Bool
+
 	// epochGate, when set (tests: export_test.go), holds back the epoch
 	// entry of the next term until it is closed.
 	epochGate atomic.Pointer[chan struct{}]
