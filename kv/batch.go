@@ -58,7 +58,7 @@ func (c *change) put(it *item, r record) {
 		c.deadlines += r.expiry
 	}
 	c.writes++
-	it.cur = slot{present: true, live: true, rec: r}
+	it.cur = slot{present: true, live: true, vs: valueRead, rec: r}
 	if len(it.st.watched) != 0 {
 		touchWatched(it.st, it.key, false)
 	}
@@ -221,10 +221,12 @@ func (s *Store) itemsOf(keys [][]byte) (items []item, idx []int, stripes [numStr
 
 // itemScratch is where a transaction's commands make a single key's item
 // and its data key (itemsIn), without an allocation each: one item, reused
-// by every command, and the data keys, kept until the batch commits.
+// by every command, and the data keys, kept until the batch commits; and
+// the values txn.note keeps for the metadata cache, as long.
 type itemScratch struct {
-	one [1]item
-	dks []byte
+	one  [1]item
+	dks  []byte
+	vals []byte
 }
 
 // oneIdx is idx for a single key; nobody writes it.

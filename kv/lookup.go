@@ -3,6 +3,8 @@ package kv
 import (
 	"encoding/binary"
 	"errors"
+	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -33,27 +35,54 @@ func (s *Store) ResetStats() {
 }
 
 // view calls fn with key's live record, if it has one, and counts the
-// lookup. rec.value aliases Pebble's memory for the duration of fn. An
-// expired record is dropped (lazy expiry) and fn is not called.
+// lookup. rec.value aliases Pebble's memory, or a copy of what the metadata
+// cache keeps, for the duration of fn. An expired record is dropped (lazy
+// expiry) and fn is not called.
+//
+// Where it can hold key's stripe (see readStripe), it answers from the
+// metadata cache when that keeps the value, and otherwise reads Pebble
+// with the stripe held and leaves the value in the cache: with the stripe
+// held no write of key falls between the read and the caching.
 func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 	if s.closed.Load() {
 		return false, ErrClosed
 	}
 	buf := dataKeyBufs.Get().(*[]byte)
 	defer dataKeyBufs.Put(buf)
-	*buf = appendDataKey((*buf)[:0], hashKey(key), key)
-	rec, closer, found, err := getRecord(s.reader(), *buf)
+	h := hashKey(key)
+	// Room for a cached value after the data key: cachedValue copies it there.
+	*buf = appendDataKey(slices.Grow((*buf)[:0], prefixLen+len(key)+maxCachedValue), h, key)
+	dk := *buf
+	st, locked := s.readStripe(h, key)
+	var (
+		rec    record
+		closer io.Closer
+	)
+	if st != nil {
+		rec, found = st.cachedValue(h, key, dk[len(dk):])
+	}
+	if !found {
+		rec, closer, found, err = getRecord(s.reader(), dk)
+		if st != nil && found && err == nil {
+			s.rememberRead(st, h, key, rec)
+		}
+	}
+	if locked {
+		st.Unlock()
+	}
 	if err == nil {
 		err = s.settleRead()
 	}
 	if err != nil {
-		if found {
+		if closer != nil {
 			_ = closer.Close()
 		}
 		return false, err
 	}
 	if found && s.expiredNow(rec.expiry) {
-		_ = closer.Close()
+		if closer != nil {
+			_ = closer.Close()
+		}
 		s.lookups.count(false)
 		return false, s.dropExpired(key)
 	}
@@ -61,9 +90,56 @@ func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 	if !found {
 		return false, nil
 	}
-	defer closer.Close()
+	if closer != nil {
+		defer closer.Close()
+	}
 	fn(rec)
 	return true, nil
+}
+
+// readStripe takes key's stripe for a read that may use the metadata
+// cache and returns it, locked when the caller must unlock it; st is nil
+// where the cache cannot say what the read must see. A stripe is only
+// tried: a read never waits for a writer (a transaction holds every
+// stripe until it commits, and reads go on meanwhile), nor may a pipeline
+// wait for a stripe while it holds one; a read that finds it taken reads
+// Pebble as it is. In a pipeline, a stripe the pipeline holds is its own
+// already, and the cache is true of a key none of its commands wrote (one
+// they wrote is read through its batch). In a transaction the cache knows
+// nothing of its writes, and is not used.
+func (s *Store) readStripe(h uint64, key []byte) (st *stripe, locked bool) {
+	if s.metaPerStripe == 0 {
+		return nil, false
+	}
+	n := int(h % numStripes)
+	st = &s.stripes[n]
+	switch t := s.tx; {
+	case t == nil:
+	case t.pipe == nil:
+		return nil, false
+	case t.pipe.held[n/64]&(1<<(n%64)) != 0:
+		if _, touched := t.find(key); touched {
+			return nil, false
+		}
+		return st, false
+	case st.TryLock():
+		return st, true
+	}
+	return nil, false
+}
+
+// rememberRead leaves rec, just read from Pebble with st held, in the
+// metadata cache, with its value when that is short enough; an expired
+// record is left for lazy expiry to drop.
+func (s *Store) rememberRead(st *stripe, h uint64, key []byte, rec record) {
+	if s.expiredNow(rec.expiry) {
+		return
+	}
+	m := keyMeta{expiry: rec.expiry, fence: rec.fence}
+	if len(rec.value) <= maxCachedValue {
+		m.raw, m.valued = rec.raw, true
+	}
+	st.meta.put(h, key, m, rec.value, s.metaPerStripe)
 }
 
 // GetFunc is Get without the copy: fn is called with the value, which is

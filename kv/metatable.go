@@ -4,7 +4,7 @@ import "encoding/binary"
 
 // metaTable is a stripe's metadata cache: a hash table with open addressing
 // and linear probing, whose slots hold each key's hash, metadata and key
-// inline. A write looks its key up in it on every command, and it is what
+// inline (and its value, when the store keeps it: see remember). A write looks its key up in it on every command, and it is what
 // a write's own work is mostly waiting on: a Go map costs a cache miss for
 // its control word, another for the slot and one for the key's bytes;
 // here the slot is the first, found by the hash the key's data key
@@ -21,11 +21,17 @@ type metaTable struct {
 }
 
 type metaSlot struct {
-	h    uint64
-	m    keyMeta
-	key  string
+	h uint64
+	m keyMeta
+	// kv is the key and, when m.valued, the value after it: one buffer,
+	// so that a key's value is overwritten in place when it fits.
+	kv   []byte
+	klen uint32
 	full bool
 }
+
+func (sl *metaSlot) key() []byte   { return sl.kv[:sl.klen] }
+func (sl *metaSlot) value() []byte { return sl.kv[sl.klen:] }
 
 // dataKeyHash is the hash a data key carries (see appendDataKey).
 func dataKeyHash(dk []byte) uint64 { return binary.BigEndian.Uint64(dk[1:prefixLen]) }
@@ -45,7 +51,7 @@ func (t *metaTable) find(h uint64, key []byte) int {
 		if !sl.full {
 			return -1
 		}
-		if sl.h == h && sl.key == string(key) {
+		if sl.h == h && string(sl.key()) == string(key) {
 			return i
 		}
 	}
@@ -58,10 +64,29 @@ func (t *metaTable) get(h uint64, key []byte) (keyMeta, bool) {
 	return keyMeta{}, false
 }
 
-// put remembers m for key, holding at most limit keys (limit > 0).
-func (t *metaTable) put(h uint64, key []byte, m keyMeta, limit int) {
+// getValue is get with the value, when m.valued: it is the table's memory,
+// valid while the stripe is held and until the key's next put.
+func (t *metaTable) getValue(h uint64, key []byte) (m keyMeta, value []byte, ok bool) {
 	if i := t.find(h, key); i >= 0 {
-		t.slots[i].m = m
+		sl := &t.slots[i]
+		if sl.m.valued {
+			value = sl.value()
+		}
+		return sl.m, value, true
+	}
+	return keyMeta{}, nil, false
+}
+
+// put remembers m for key, holding at most limit keys (limit > 0), and
+// value with it when m.valued (it may be the value getValue gave).
+func (t *metaTable) put(h uint64, key []byte, m keyMeta, value []byte, limit int) {
+	if !m.valued {
+		value = nil
+	}
+	if i := t.find(h, key); i >= 0 {
+		sl := &t.slots[i]
+		sl.m = m
+		sl.kv = append(sl.kv[:sl.klen], value...)
 		return
 	}
 	if t.n >= limit {
@@ -75,7 +100,9 @@ func (t *metaTable) put(h uint64, key []byte, m keyMeta, limit int) {
 	for t.slots[i].full {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = metaSlot{h: h, m: m, key: string(key), full: true}
+	kv := make([]byte, len(key)+len(value))
+	copy(kv[copy(kv, key):], value)
+	t.slots[i] = metaSlot{h: h, m: m, kv: kv, klen: uint32(len(key)), full: true}
 	t.n++
 }
 

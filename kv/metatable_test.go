@@ -23,16 +23,17 @@ func TestMetaTableAgainstAModel(t *testing.T) {
 		}
 		var tb metaTable
 		model := map[string]keyMeta{} // what tb may hold
+		values := map[string]string{} // with the values of the valued
 		check := func(op string) {
 			held := 0
 			for _, k := range keys {
-				m, ok := tb.get(hashes[k], []byte(k))
+				m, v, ok := tb.getValue(hashes[k], []byte(k))
 				if !ok {
 					continue
 				}
 				held++
-				if want, in := model[k]; !in || m != want {
-					rt.Fatalf("after %s: %s = %+v, %v; want %+v, %v", op, k, m, ok, want, in)
+				if want, in := model[k]; !in || m != want || string(v) != values[k] {
+					rt.Fatalf("after %s: %s = %+v %q, %v; want %+v %q, %v", op, k, m, v, ok, want, values[k], in)
 				}
 			}
 			if held != tb.n || tb.n > limit {
@@ -59,11 +60,15 @@ func TestMetaTableAgainstAModel(t *testing.T) {
 				clear(model)
 			default:
 				m := keyMeta{expiry: rapid.Int64Range(0, 3).Draw(rt, "expiry"), fence: rapid.Uint64Range(0, 3).Draw(rt, "fence")}
+				var v []byte
+				if m.valued = rapid.Bool().Draw(rt, "valued"); m.valued {
+					v = []byte(rapid.SampledFrom([]string{"", "x", "yy", "a longer value"}).Draw(rt, "value"))
+				}
 				_, had := model[k]
 				roomy := had || tb.n < limit
 				before := len(model)
-				tb.put(h, []byte(k), m, limit)
-				model[k] = m
+				tb.put(h, []byte(k), m, v, limit)
+				model[k], values[k] = m, string(v)
 				if got, ok := tb.get(h, []byte(k)); !ok || got != m {
 					rt.Fatalf("%s = %+v, %v just after put of %+v", k, got, ok, m)
 				}

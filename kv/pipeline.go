@@ -52,6 +52,10 @@ func (p *Pipeline) Pending() bool { return p.t.b != nil || p.err != nil }
 // reached the disk; the pipeline is empty afterwards either way.
 func (p *Pipeline) Commit() error {
 	p.commitPart()
+	// Only now, between commands: a part committed early (acquire) is in
+	// the middle of one, whose item's data key is in the scratch still.
+	keepScratch(&p.t.scratch.dks)
+	keepScratch(&p.t.scratch.vals)
 	err := p.err
 	if err == nil && p.owed {
 		err = p.view.settle()
@@ -63,8 +67,8 @@ func (p *Pipeline) Commit() error {
 	return nil
 }
 
-// maxKeptScratch is the most room for data keys a pipeline keeps from one
-// commit to the next.
+// maxKeptScratch is the most room for data keys (and for values kept for
+// the metadata cache) a pipeline keeps from one commit to the next.
 const maxKeptScratch = 64 << 10
 
 // commitPart commits the batch, with its stripes held, and then lets them
@@ -83,12 +87,17 @@ func (p *Pipeline) commitPart() {
 	clear(t.items)
 	clear(t.touched)
 	t.b, t.items, t.wrote = nil, t.items[:0], false
-	if dks := &t.scratch.dks; cap(*dks) <= maxKeptScratch {
-		*dks = (*dks)[:0] // the items that held them are gone
-	} else {
-		*dks = nil
-	}
 	t.counts = change{}
+}
+
+// keepScratch empties buf for the next commit, keeping its room unless
+// that is more than maxKeptScratch.
+func keepScratch(buf *[]byte) {
+	if cap(*buf) <= maxKeptScratch {
+		*buf = (*buf)[:0]
+	} else {
+		*buf = nil
+	}
 }
 
 // acquire takes the stripes in need that the pipeline does not hold yet.

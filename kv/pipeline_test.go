@@ -314,3 +314,55 @@ func TestPipelineOfReadsAfterSettledWritesDoesNotSync(t *testing.T) {
 		})
 	}
 }
+
+// A pipeline that meets a stripe taken by someone else commits what it has
+// in the middle of a command (acquire) and goes on: the command's data key,
+// made before, must outlive that commit, so that the metadata cache learns
+// of its write under the key's own hash. (It once lived in the scratch the
+// early commit emptied, and the next command's key overwrote it: the cache
+// kept the key's old fence, and a lower fence's SET went through, LOCK-12.)
+func TestPipelineCommittedEarlyKeepsTheCommandsKey_LOCK12(t *testing.T) {
+	ts := openTest(t)
+	k1, k2, k3 := []byte("a"), []byte("b"), []byte("a-longer-key")
+	for ts.newItem(k2).st == ts.newItem(k1).st || ts.newItem(k2).st == ts.newItem(k3).st {
+		k2 = append(k2, 'b')
+	}
+	if _, err := ts.Set(k2, []byte("old"), SetOptions{}); err != nil { // cached, fence 0
+		t.Fatal(err)
+	}
+	p := ts.NewPipeline()
+	if _, err := p.View().Set(k1, []byte("1"), SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st2 := ts.newItem(k2).st
+	st2.Lock() // someone else's: the pipeline's next command must commit early
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.View().Set(k2, []byte("fenced"), SetOptions{Fence: 10})
+		done <- err
+	}()
+	for { // the early commit made k1 visible
+		if _, ok, err := ts.Get(k1); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	st2.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.View().Set(k3, []byte("3"), SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Set(k2, []byte("stale"), SetOptions{Fence: 5}); !errors.Is(err, ErrFenced) {
+		t.Fatalf("SET FENCE 5 after FENCE 10: %v; want ErrFenced", err)
+	}
+	if v, _, _ := ts.Get(k2); string(v) != "fenced" {
+		t.Fatalf("GET = %q; want the fenced write", v)
+	}
+}

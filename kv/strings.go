@@ -98,34 +98,11 @@ func (s *Store) Set(key, value []byte, o SetOptions) (SetResult, error) {
 // Get is GET. ok is false when the key is missing; a present empty string is
 // an empty, non-nil slice.
 func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
-	if s.closed.Load() {
-		return nil, false, ErrClosed
-	}
-	h := hashKey(key)
-	dk := dataKey(h, key)
-	rec, closer, found, err := getRecord(s.reader(), dk)
-	if err == nil {
-		err = s.settleRead()
-	}
+	ok, err = s.view(key, func(rec record) { value = clone(rec.value) })
 	if err != nil {
-		if found {
-			_ = closer.Close()
-		}
 		return nil, false, wrap("get", err)
 	}
-	if !found {
-		s.lookups.count(false)
-		return nil, false, nil
-	}
-	if s.expiredNow(rec.expiry) {
-		_ = closer.Close()
-		s.lookups.count(false)
-		return nil, false, s.dropExpired(key)
-	}
-	s.lookups.count(true)
-	value = clone(rec.value)
-	_ = closer.Close()
-	return value, true, nil
+	return value, ok, nil
 }
 
 // dropExpired deletes key if it has expired (lazy expiry). On a disk that

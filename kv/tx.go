@@ -216,10 +216,21 @@ func (t *txn) load(s *Store, it *item, withValue bool) error {
 
 // note remembers it, met by a command of the transaction that wrote, for
 // the commit: the last state noted of a key is its state after the
-// transaction.
+// transaction. A value short enough for the metadata cache is copied (the
+// command's own is the client's buffer), to be cached at the commit;
+// a longer one is dropped.
 func (t *txn) note(it *item) {
 	kept := *it
-	kept.cur.rec.value = nil
+	if v := kept.cur.rec.value; kept.cur.vs == valueRead && len(v) <= maxCachedValue {
+		from := len(t.scratch.vals)
+		t.scratch.vals = append(t.scratch.vals, v...)
+		kept.cur.rec.value = t.scratch.vals[from:len(t.scratch.vals):len(t.scratch.vals)]
+	} else {
+		kept.cur.rec.value = nil
+		if kept.cur.vs == valueRead {
+			kept.cur.vs = valueDropped
+		}
+	}
 	if j, ok := t.find(it.key); ok {
 		t.items[j] = kept
 		return
