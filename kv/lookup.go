@@ -115,6 +115,9 @@ func (s *Store) readStripe(h uint64, key []byte) (st *stripe, locked bool) {
 	st = &s.stripes[n]
 	switch t := s.tx; {
 	case t == nil:
+		if st.TryLock() {
+			return st, true
+		}
 	case t.pipe == nil:
 		return nil, false
 	case t.pipe.held[n/64]&(1<<(n%64)) != 0:
@@ -143,7 +146,7 @@ func (s *Store) rememberRead(st *stripe, h uint64, key []byte, rec record) {
 }
 
 // GetFunc is Get without the copy: fn is called with the value, which is
-// Pebble's memory, valid only until fn returns, and must not be changed.
+// Pebble's memory (or the read's copy of the cached value), valid only until fn returns, and must not be changed.
 // found is false, and fn not called, for a missing or expired key.
 func (s *Store) GetFunc(key []byte, fn func(value []byte)) (found bool, err error) {
 	found, err = s.view(key, func(rec record) { fn(rec.value) })

@@ -142,3 +142,23 @@ func TestCachedValuesAgreeWithDisk(t *testing.T) {
 		}
 	})
 }
+
+// A GET outside a pipeline reads a key the cache does not hold from
+// Pebble and leaves its value there; the next GET is answered from it.
+func TestGetCachesWhatItRead(t *testing.T) {
+	ts := openTest(t)
+	if _, err := ts.Set([]byte("k"), []byte("v"), SetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	it := ts.newItem([]byte("k"))
+	it.st.meta.reset()
+	if v, ok, err := ts.Get([]byte("k")); err != nil || !ok || string(v) != "v" {
+		t.Fatalf("GET = %q, %v, %v", v, ok, err)
+	}
+	it.st.Lock()
+	m, v, ok := it.st.meta.getValue(dataKeyHash(it.dk), it.key)
+	it.st.Unlock()
+	if !ok || !m.valued || string(v) != "v" {
+		t.Fatalf("after GET the cache holds %q, %+v, %v; want \"v\"", v, m, ok)
+	}
+}
