@@ -120,11 +120,15 @@ func (l *Lease) renewed(sent time.Time, left time.Duration) {
 }
 
 // check loses the lease if its deadline has passed at now, and reports
-// whether it is lost.
+// whether it is lost. A loss already recorded cancels fn's context again:
+// the goroutine that recorded it cancels only after unlocking mu, and a
+// caller that sees the loss in between must not go on to read a live
+// context (cancelling twice keeps the first cause).
 func (l *Lease) check(now time.Time) bool {
 	l.mu.Lock()
-	if l.lost != nil {
+	if le := l.lost; le != nil {
 		l.mu.Unlock()
+		l.cancel(le)
 		return true
 	}
 	if l.over || l.inProcess || now.Before(l.deadline) {
