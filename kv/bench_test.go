@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/tenure-db/tenure/internal/testenv"
 )
 
@@ -144,5 +146,56 @@ func BenchmarkPipelineSet(b *testing.B) {
 	}
 	if err := p.Commit(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkPebbleFloor is the floor under BenchmarkPipelineSet and
+// BenchmarkSet: Pebble alone, with its default options as the store opens
+// it, committing the same data keys and 16-byte values in batches of 1 and
+// of 16 without a sync (so fewer WAL write(2)s than the store makes). No
+// parsing, no metadata cache, no stripes, no network. Issue 19's note
+// compares it with Redis's whole cost of a pipelined SET; run it pinned to
+// one CPU, as bench/ runs the servers:
+//
+//	GOMAXPROCS=1 taskset -c 1 go test -run '^$' -bench PebbleFloor ./kv
+func BenchmarkPebbleFloor(b *testing.B) {
+	for _, size := range []int{1, 16} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			db, err := pebble.Open(b.TempDir(), &pebble.Options{
+				FormatMajorVersion: pebble.FormatNewest,
+				Logger:             pebbleLogger{quietLogger()},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			dks := make([][]byte, benchKeys)
+			value := record{value: []byte("fedcba9876543210")}
+			encoded := make([]byte, value.encodedLen())
+			value.encodeTo(encoded)
+			for i := range dks {
+				k := fmt.Appendf(nil, "key:%08d", i)
+				dks[i] = dataKey(hashKey(k), k)
+				if err := db.Set(dks[i], encoded, pebble.NoSync); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			defer testenv.ReportCPU(b)()
+			batch := db.NewBatch()
+			for i := 0; b.Loop(); i++ {
+				if err := batch.Set(dks[(i*7919)%len(dks)], encoded, nil); err != nil {
+					b.Fatal(err)
+				}
+				if batch.Count() == uint32(size) {
+					if err := batch.Commit(pebble.NoSync); err != nil {
+						b.Fatal(err)
+					}
+					batch.Reset()
+				}
+			}
+			_ = batch.Close()
+		})
 	}
 }
