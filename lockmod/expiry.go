@@ -121,7 +121,8 @@ func (q *eventQueue) clear() { q.refs = nil }
 // advance runs every event due at or before now, earliest first (LOCK-06).
 // Every method runs it before it reads state, so that a late timer, or a
 // sweep that has not reached a lease yet, never lets an ended lease be seen
-// as live.
+// as live; a method that reads one key and one request runs it only when
+// one of their events is due (see catchUp).
 //
 // A method that comes in while a million leases fall due meets what the
 // timer has not swept yet, maybe a second's worth. It sweeps that in steps
@@ -133,10 +134,7 @@ func (q *eventQueue) clear() { q.refs = nil }
 // some due later maybe too: never an ended lease live. It is false, the
 // lock held, when the Manager was closed or paused meanwhile.
 func (m *Manager) advance(now instant) bool {
-	step := m.sweepStep
-	if step <= 0 {
-		step = DefaultSweepStep
-	}
+	step := m.step()
 	var p pacer
 	for m.sweep(now, step) {
 		m.mu.Unlock()
@@ -190,7 +188,7 @@ func (m *Manager) sweep(now instant, limit int) (more bool) {
 // the timer's delay: a method's now is stale by as long as its advance
 // took.
 func (m *Manager) arm() {
-	if m.closed || m.events.len() == 0 {
+	if m.closed || m.sweeping || m.events.len() == 0 {
 		return
 	}
 	next := m.events.first().at
@@ -219,8 +217,10 @@ func (m *Manager) expire(r *request, now instant) {
 // otherwise hold it for the whole sweep, and the goroutine that sweeps would
 // keep the CPU from everything else the server does; between steps the
 // timer lets the lock go and pauses (see pacer). A method that comes in
-// between still runs every event due before it reads (advance): the steps
-// spread the timer's work, they never leave a read stale. At ~1 µs an end,
+// between still runs every event due before it reads (advance), or, if it
+// reads one key whose events are not due, every event that changes what it
+// reads (none: see catchUp): the steps spread the timer's work, they never
+// leave a read stale. At ~1 µs an end,
 // a step is a quarter of a millisecond: what a waiter whose holder falls
 // due mid-step waits at most, beyond the pacer's park (contested leases go
 // first in every step).
@@ -230,12 +230,23 @@ const DefaultSweepStep = 256
 // was armed for, so one that fires before timerAt is a stale timer whose Stop
 // came too late; it must not forget the armed one. (At worst a stale timer
 // makes one extra wake-up.) It sweeps what is due in steps (see
-// DefaultSweepStep).
+// DefaultSweepStep); while it does, no other timer is armed (see arm), and
+// a timer that fires meanwhile leaves the sweep to it: a method that found
+// events due and left them to the sweep (catchUp) would otherwise start
+// another sweeper each time, and a dozen would take turns at the CPU.
 func (m *Manager) fire() {
+	m.mu.Lock()
+	if m.sweeping {
+		m.mu.Unlock()
+		return
+	}
+	m.sweeping = true
+	m.mu.Unlock()
 	var p pacer
 	for {
 		m.mu.Lock()
 		if m.closed {
+			m.sweeping = false
 			m.mu.Unlock()
 			return
 		}
@@ -243,8 +254,9 @@ func (m *Manager) fire() {
 		if now >= m.timerAt {
 			m.timer = nil
 		}
-		more := m.sweep(now, m.sweepStep)
+		more := m.sweep(now, m.step())
 		if !more {
+			m.sweeping = false
 			m.arm()
 		}
 		m.mu.Unlock()

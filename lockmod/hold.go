@@ -53,12 +53,10 @@ func (g Grant) AppendLeaseID(b []byte) []byte { return hex.AppendEncode(b, g.id[
 // Hold asks for (lock, key). It never waits: the ticket it returns is done
 // already, or waits in the line (LOCK-08).
 func (m *Manager) Hold(req HoldRequest) Ticket {
-	now, ok := m.begin()
+	now, behind, ok := m.beginFocused()
 	if !ok {
 		return m.answered(Grant{}, ErrClosed)
 	}
-	defer m.finish(now)
-
 	ttl := req.TTL
 	if ttl <= 0 {
 		ttl = DefaultTTL
@@ -70,9 +68,15 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 	nameLen := len(text)
 	text, hexForm := appendReqKey(text, req.ReqID)
 	name := view(text[:nameLen])
+	reqKey := view(text[nameLen:])
+	if behind && !m.catchUp(now, name, m.byReqKey(reqKey, hexForm)) {
+		m.mu.Unlock()
+		return m.answered(Grant{}, ErrClosed)
+	}
+	defer m.finish(now)
 
 	// LOCK-03: one grant per reqid.
-	if r := m.byReqKey(view(text[nameLen:]), hexForm); r != nil {
+	if r := m.byReqKey(reqKey, hexForm); r != nil {
 		if r.name() != name {
 			return m.answered(Grant{}, ErrReqIDInUse)
 		}

@@ -16,7 +16,7 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 	if !ok {
 		return 0, unknownLease() // LOCK-04: not an id at all
 	}
-	now, ok := m.begin() // re-check: a lease past its deadline has ended, timer or not
+	now, ok := m.beginLease(id) // re-check: a lease past its deadline has ended, timer or not
 	if !ok {
 		return 0, ErrClosed
 	}
@@ -57,7 +57,7 @@ func (m *Manager) Release(leaseID string) error {
 	if !ok {
 		return unknownLease()
 	}
-	now, ok := m.begin()
+	now, ok := m.beginLease(id)
 	if !ok {
 		return ErrClosed
 	}
@@ -74,6 +74,25 @@ func (m *Manager) Release(leaseID string) error {
 	default:
 		return r.reason.lost()
 	}
+}
+
+// beginLease is begin for Renew and Release, which read lease id's
+// request and its key only (see catchUp).
+func (m *Manager) beginLease(id leaseID) (now instant, ok bool) {
+	now, behind, ok := m.beginFocused()
+	if !ok || !behind {
+		return now, ok
+	}
+	name := ""
+	r := m.lease(id)
+	if r != nil {
+		name = r.name()
+	}
+	if !m.catchUp(now, name, r) {
+		m.mu.Unlock()
+		return 0, false
+	}
+	return now, true
 }
 
 // Revoke ends the live lease of (lock, key), if any, with reason "revoked by

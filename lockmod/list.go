@@ -69,13 +69,17 @@ type KeyInfo struct {
 
 // Info describes (lock, key); false when it is free and nobody waits.
 func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
-	now, ok := m.begin()
+	now, behind, ok := m.beginFocused()
 	if !ok {
 		return KeyInfo{}, false
 	}
-	defer m.finish(now)
 	var buf [128]byte
 	name := view(keyName(buf[:0], lock, key))
+	if behind && !m.catchUp(now, name, nil) {
+		m.mu.Unlock()
+		return KeyInfo{}, false
+	}
+	defer m.finish(now)
 	r, ln := m.holder(name), m.lines[name]
 	if r == nil && ln == nil {
 		return KeyInfo{}, false

@@ -84,10 +84,11 @@ type Manager struct {
 	// hashMask is all ones; tests narrow it to make hashes collide.
 	hashMask uint32
 
-	timer   Timer // armed for timerAt, nil if none
-	timerAt instant
-	fireFn  func()  // m.fire, made once
-	idBuf   leaseID // scratch for reading random bytes without an allocation
+	timer    Timer // armed for timerAt, nil if none
+	timerAt  instant
+	sweeping bool    // the timer's sweep is under way (fire), and arms the next timer when done
+	fireFn   func()  // m.fire, made once
+	idBuf    leaseID // scratch for reading random bytes without an allocation
 
 	// heldInProcess are the Endings of the live leases held in process,
 	// told ErrClosed by Close (LOCK-13).
@@ -266,6 +267,83 @@ func (m *Manager) begin() (now instant, ok bool) {
 		return 0, false
 	}
 	return now, true
+}
+
+// beginFocused is begin for a method whose answer depends only on one
+// key's lease and line and on one request (Hold, Renew, Release, Info). It
+// ends the due leases that have a waiter, up to a step of them, as the
+// timer's sweep does first (LOCK-06: a lagging timer does not keep their
+// waiters waiting while lock commands come in), and reports whether
+// anything else is due (behind): then the method, once it knows what it
+// reads, calls catchUp. The rest is the timer's to sweep, in paced steps; a
+// method that ran a step of it would take the CPU from the rest of the
+// server unpaced, once for every lock command while a million leases fall
+// due. Like begin, it is false, the mutex let go, when the Manager is
+// closed or paused.
+func (m *Manager) beginFocused() (now instant, behind, ok bool) {
+	m.mu.Lock()
+	if m.closed || m.paused {
+		m.mu.Unlock()
+		return 0, false, false
+	}
+	now = m.now()
+	for range m.step() {
+		r := m.dueContested(now)
+		if r == nil {
+			break
+		}
+		m.expire(r, now)
+	}
+	first := m.events.first()
+	return now, first != nil && first.at <= now, true
+}
+
+// catchUp finishes what beginFocused began, for a method that reads the
+// key named name ("": none) and request r (nil: none). When none of their
+// events is due, what the method reads is as the full advance would leave
+// it: the events due elsewhere change other keys only, and are left to the
+// timer's sweep. A worker's HOLD on a key of its own is so answered at once
+// while a million other leases fall due, rather than once all are swept.
+// Otherwise it advances as begin does, and the caller looks up again what
+// it read, as the advance let the mutex go. It is false, the mutex held,
+// when the Manager was closed or paused meanwhile (see advance).
+func (m *Manager) catchUp(now instant, name string, r *request) bool {
+	if !due(r, now) && m.keyQuiet(name, now) {
+		return true
+	}
+	return m.advance(now)
+}
+
+// due reports whether r has an event due at or before now.
+func due(r *request, now instant) bool {
+	return r != nil && r.index >= 0 && r.at <= now
+}
+
+// keyQuiet reports whether the key named name has no event due at or
+// before now: not its lease's end, nor any place's in its line.
+func (m *Manager) keyQuiet(name string, now instant) bool {
+	if name == "" {
+		return true
+	}
+	if due(m.holder(name), now) {
+		return false
+	}
+	if ln := m.lines[name]; ln != nil {
+		for w := ln.head; w != nil; w = w.rare.next {
+			if due(w, now) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// step is how many due events one step of a sweep runs.
+func (m *Manager) step() int {
+	if m.sweepStep <= 0 {
+		return DefaultSweepStep
+	}
+	return m.sweepStep
 }
 
 // finish ends what begin started: it arms the timer for the next event and
