@@ -135,8 +135,10 @@ func expiry(ctx context.Context, r *run) (map[string]float64, error) {
 
 // massExpiry: massLeases leases whose deadlines fall evenly within
 // massSpread, massWaiters of them with a waiter in line, while massReaders
-// clients PING and GET. What it shows is whether ending a million leases at
-// once stalls everything else: the readers' latency while they fall due,
+// clients PING and GET and massLockers hold and release keys of their own.
+// What it shows is whether ending a million leases at once stalls
+// everything else: the readers' latency while they fall due, the lockers'
+// (a lock command must see every lease due by then ended, LOCK-06),
 // the waiters' grant lateness (LOCK-06), and how long after the last
 // deadline the last lease is gone. The leases are loaded through pipelines
 // with a ttl each that puts its deadline at its place in the spread,
@@ -147,17 +149,20 @@ func expiry(ctx context.Context, r *run) (map[string]float64, error) {
 // it before the waiter joins (see deadlineNoEarlier), no later than the
 // store's either way.
 func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
-	n, spread, nw, nr := r.cfg.massLeases, r.cfg.massSpread, r.cfg.massWaiters, r.cfg.massReaders
+	const lockerEvery = 5 * time.Millisecond
+	n, spread, nw, nr, nl := r.cfg.massLeases, r.cfg.massSpread, r.cfg.massWaiters, r.cfg.massReaders, r.cfg.massLockers
 	c := newClient(r.p.addr, 12, 64<<10)
 	defer c.Close()
 	wc := newClient(r.p.addr, nw+4, 4<<10)
 	defer wc.Close()
 	rc := newClient(r.p.addr, nr+4, 4<<10)
 	defer rc.Close()
+	lc := newClient(r.p.addr, nl+4, 4<<10)
+	defer lc.Close()
 	for _, w := range []struct {
 		c *redis.Client
 		n int
-	}{{c, 8}, {wc, nw}, {rc, nr}} {
+	}{{c, 8}, {wc, nw}, {rc, nr}, {lc, nl}} {
 		if err := r.warm(ctx, w.c, w.n); err != nil {
 			return nil, err
 		}
@@ -256,6 +261,38 @@ func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
 			}
 		})
 	}
+	// The lockers, over the same window: a HOLD and a RELEASE each on
+	// keys of their own, none of them due, one cycle every lockerEvery, as
+	// workers that have nothing to do with the mass's keys would send them:
+	// a probe of how long a lock command waits, not more load.
+	cycles := make([][]int64, nl)
+	for k := range nl {
+		readers.Go(func() {
+			wk := r.worker(lc, nw+k)
+			defer wk.close()
+			key := "mass-locker:" + strconv.Itoa(k)
+			sleepUntil(first - int64(time.Second))
+			for ctx.Err() == nil {
+				s := now()
+				if s >= w.to {
+					return
+				}
+				l, err := r.lk.hold(ctx, wk, key, lockTTL)
+				if err == nil {
+					err = r.lk.release(ctx, wk, l)
+				}
+				e := now()
+				if err != nil {
+					fail.add(err)
+					continue
+				}
+				if w.holds(s, e) {
+					cycles[k] = append(cycles[k], e-s)
+				}
+				sleepUntil(s + int64(lockerEvery))
+			}
+		})
+	}
 	readers.Wait()
 	wg.Wait()
 	m := map[string]float64{"load_per_sec": float64(n) / (float64(loaded-start) / 1e9), "late_joins": float64(lateJoins.Load())}
@@ -265,6 +302,9 @@ func massExpiry(ctx context.Context, r *run) (map[string]float64, error) {
 	if err := cpu(m, lat.N); err != nil {
 		return nil, err
 	}
+	cl := summarize(cycles)
+	m["cycles_per_sec"] = float64(cl.N) / w.seconds()
+	cl.put(m, "cycle_")
 	wl := summarize(late)
 	m["granted"] = float64(wl.N)
 	if wl.N > 0 {

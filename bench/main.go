@@ -149,11 +149,11 @@ func scenarios(s *settings) []*scenario {
 		ks("set", "set", false),
 		ks("get-pipelined", "get", true),
 		ks("set-pipelined", "set", true),
-		{Name: "mass-expiry", Group: "7", Title: fmt.Sprintf("mass expiry: %s leases fall due within %v, %d of them with a waiter, while %d clients PING and GET",
-			thousands(float64(s.massLeases)), s.massSpread, s.massWaiters, s.massReaders),
+		{Name: "mass-expiry", Group: "7", Title: fmt.Sprintf("mass expiry: %s leases fall due within %v, %d of them with a waiter, while %d clients PING and GET and %d hold and release keys of their own",
+			thousands(float64(s.massLeases)), s.massSpread, s.massWaiters, s.massReaders, s.massLockers),
 			Run: massExpiry, Rate: row{"reads_per_sec", "PING+GET/s while they fall due", "ops"}, Latency: pct("read_", "PING/GET"),
 			Rows: rows([]row{{"reads_per_sec", "PING+GET/s while they fall due", "ops"}}, pct("read_", "PING/GET"),
-				[]row{{"read_max_ms", "PING/GET max", "ms"}}, lateness,
+				[]row{{"read_max_ms", "PING/GET max", "ms"}}, pct("cycle_", "other keys' HOLD+RELEASE"), []row{{"cycle_max_ms", "other keys' HOLD+RELEASE max", "ms"}}, lateness,
 				[]row{{"deadline_after_place_p99_ms", "store's deadline after its place in the spread, p99", "ms"},
 					{"granted", "waiters granted", "n"}, {"ended_s", "last lease ended, s after the last deadline", "s"},
 					{"server_cpu_pct", "server CPU while they fall due, % of one CPU", "pct"}, {"load_per_sec", "pipelined holds/s while loading", "ops"}, errorsRow})},
@@ -210,6 +210,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&s.massLead, "mass-lead", 20*time.Second, "the first deadline is this long after loading starts: time to load them all and to queue the waiters")
 	fs.IntVar(&s.massWaiters, "mass-waiters", 1000, "leases of the mass expiry with a waiter each, evenly among them")
 	fs.IntVar(&s.massReaders, "mass-readers", 50, "clients that PING and GET while the leases fall due")
+	fs.IntVar(&s.massLockers, "mass-lockers", 10, "clients that hold and release keys of their own, a cycle every 5 ms each, while the leases fall due")
 	fs.StringVar(&s.retry, "redis-retry", "redislock", "the recipe's retry while waiting: redislock (exponential 16-512 ms) or redsync (random 50-250 ms)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -227,8 +228,8 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	case s.duration <= 0 || s.warmup < 0:
 		return fail("-duration must be positive and -warmup not negative")
 	case s.clients < 1 || s.contenders < 1 || s.renewLeases < 1 || s.memLeases < 1 || s.expiryHolders < 1 || s.pipeline < 1 ||
-		s.etcdHolders < 1 || s.massLeases < 1 || s.massWaiters < 1 || s.massReaders < 1:
-		return fail("-clients, -contenders, -renew-leases, -memory-leases, -expiry-holders, -etcd-expiry-holders, -pipeline, -mass-leases, -mass-waiters and -mass-readers must be at least 1")
+		s.etcdHolders < 1 || s.massLeases < 1 || s.massWaiters < 1 || s.massReaders < 1 || s.massLockers < 1:
+		return fail("-clients, -contenders, -renew-leases, -memory-leases, -expiry-holders, -etcd-expiry-holders, -pipeline, -mass-leases, -mass-waiters, -mass-readers and -mass-lockers must be at least 1")
 	case s.massWaiters > min(s.massLeases, 15_000):
 		return fail("-mass-waiters is at most -mass-leases and 15000 (each waiter holds a connection)")
 	case s.massSpread <= 0 || s.massLead < 2*time.Second:

@@ -53,7 +53,7 @@ func describeEnv(redisBin, etcdBin string, pins pinning, s *settings, rounds int
 			"memory_leases": fmt.Sprint(s.memLeases), "expiry_holders": fmt.Sprint(s.expiryHolders), "expiry_ttl": s.expiryTTL.String(), "expiry_spread": s.expirySpread.String(),
 			"pipeline": fmt.Sprint(s.pipeline), "redis_retry": s.retry, "etcd_expiry_holders": fmt.Sprint(s.etcdHolders),
 			"mass_leases": fmt.Sprint(s.massLeases), "mass_spread": s.massSpread.String(), "mass_lead": s.massLead.String(),
-			"mass_waiters": fmt.Sprint(s.massWaiters), "mass_readers": fmt.Sprint(s.massReaders),
+			"mass_waiters": fmt.Sprint(s.massWaiters), "mass_readers": fmt.Sprint(s.massReaders), "mass_lockers": fmt.Sprint(s.massLockers),
 		},
 	}
 	// The machine's CPUs, not this program's share of them (it may run

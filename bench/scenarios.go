@@ -34,6 +34,7 @@ type settings struct {
 	massLead      time.Duration
 	massWaiters   int
 	massReaders   int
+	massLockers   int
 }
 
 // run is what a scenario gets for one run against one fresh server.
