@@ -80,6 +80,8 @@ func inProcessError(err error) error {
 		// The node stopped leading: its leases ended with its epoch, as a
 		// holder over a connection learns at its next renewal (SPEC §10).
 		return &inprocess.LostError{Reason: lockmod.ReasonUnknownLease}
+	case errors.Is(err, lockmod.ErrPaused):
+		return ErrNotLeading
 	case errors.Is(err, lockmod.ErrClosed):
 		return ErrClosed
 	}

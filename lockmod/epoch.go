@@ -12,8 +12,9 @@ import "errors"
 var ErrNoEpoch = errors.New("no epoch: this node does not grant now")
 
 // Pause drops every lease, place in line and reqid at once, answering the
-// waiters ErrNoEpoch, and refuses every call (as after Close, with
-// ErrClosed) until Resume. Stats keeps its counters.
+// waiters ErrNoEpoch, and refuses every call until Resume, as after Close
+// but with ErrPaused (an ErrClosed too) where a call returns an error.
+// Stats keeps its counters.
 func (m *Manager) Pause() {
 	m.mu.Lock()
 	defer m.mu.Unlock()

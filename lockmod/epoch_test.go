@@ -57,3 +57,31 @@ func TestPauseDropsEverythingAndResumeStartsAnEpoch_LOCK14(t *testing.T) {
 	}()
 	m.Resume(4)
 }
+
+// LOCK-14: what the Manager refuses while paused it refuses with
+// ErrPaused, which a server answers with "try again" (the node does not
+// lead now); once closed, with ErrClosed alone.
+func TestPausedRefusesWithErrPausedAndClosedWithErrClosed_LOCK14(t *testing.T) {
+	m := New(Config{Clock: NewFakeClock(time.Unix(1000, 0)), Epoch: 3})
+	held, err := m.Hold(HoldRequest{Lock: "l", Key: "k", ReqID: "r1", TTL: time.Minute}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Pause()
+	if _, err := m.Hold(HoldRequest{Lock: "l", Key: "k", ReqID: "r2"}).Result(); !errors.Is(err, ErrPaused) {
+		t.Errorf("Hold while paused: %v, want ErrPaused", err)
+	}
+	if _, err := m.Renew(held.LeaseID(), 0); !errors.Is(err, ErrPaused) {
+		t.Errorf("Renew while paused: %v, want ErrPaused", err)
+	}
+	if err := m.Release(held.LeaseID()); !errors.Is(err, ErrPaused) {
+		t.Errorf("Release while paused: %v, want ErrPaused", err)
+	}
+	m.Close()
+	if _, err := m.Hold(HoldRequest{Lock: "l", Key: "k", ReqID: "r3"}).Result(); !errors.Is(err, ErrClosed) || errors.Is(err, ErrPaused) {
+		t.Errorf("Hold once closed: %v, want ErrClosed alone", err)
+	}
+	if err := m.Release(held.LeaseID()); !errors.Is(err, ErrClosed) || errors.Is(err, ErrPaused) {
+		t.Errorf("Release once closed: %v, want ErrClosed alone", err)
+	}
+}

@@ -2,6 +2,7 @@ package lockmod
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/tenure-db/tenure/internal/lockspec"
 )
@@ -26,6 +27,12 @@ var (
 	// ErrClosed answers every call after Close, and every request that was
 	// waiting when Close was called.
 	ErrClosed = errors.New("lock module closed")
+
+	// ErrPaused answers Hold, Renew and Release while the Manager is paused
+	// (Pause, until Resume): the node does not lead now, and a client may
+	// try again, on the leader or later (SPEC §10). It is an ErrClosed too
+	// (errors.Is), as the Manager refuses every call then as after Close.
+	ErrPaused = fmt.Errorf("lock module paused: this node does not grant now: %w", ErrClosed)
 
 	// ErrAbandoned is the Result of a ticket abandoned while it waited. Nobody
 	// is meant to read it: the client that would have has gone.

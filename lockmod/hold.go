@@ -53,9 +53,9 @@ func (g Grant) AppendLeaseID(b []byte) []byte { return hex.AppendEncode(b, g.id[
 // Hold asks for (lock, key). It never waits: the ticket it returns is done
 // already, or waits in the line (LOCK-08).
 func (m *Manager) Hold(req HoldRequest) Ticket {
-	now, behind, ok := m.beginFocused()
-	if !ok {
-		return m.answered(Grant{}, ErrClosed)
+	now, behind, err := m.beginFocused()
+	if err != nil {
+		return m.answered(Grant{}, err)
 	}
 	ttl := req.TTL
 	if ttl <= 0 {
@@ -69,9 +69,10 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 	text, hexForm := appendReqKey(text, req.ReqID)
 	name := view(text[:nameLen])
 	reqKey := view(text[nameLen:])
-	if behind && !m.catchUp(now, name, m.byReqKey(reqKey, hexForm)) {
-		m.mu.Unlock()
-		return m.answered(Grant{}, ErrClosed)
+	if behind {
+		if err := m.catchUp(now, name, m.byReqKey(reqKey, hexForm)); err != nil {
+			return m.answered(Grant{}, err)
+		}
 	}
 	defer m.finish(now)
 

@@ -16,9 +16,9 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 	if !ok {
 		return 0, unknownLease() // LOCK-04: not an id at all
 	}
-	now, ok := m.beginLease(id) // re-check: a lease past its deadline has ended, timer or not
-	if !ok {
-		return 0, ErrClosed
+	now, err := m.beginLease(id) // re-check: a lease past its deadline has ended, timer or not
+	if err != nil {
+		return 0, err
 	}
 	defer m.finish(now)
 	r := m.lease(id)
@@ -57,9 +57,9 @@ func (m *Manager) Release(leaseID string) error {
 	if !ok {
 		return unknownLease()
 	}
-	now, ok := m.beginLease(id)
-	if !ok {
-		return ErrClosed
+	now, err := m.beginLease(id)
+	if err != nil {
+		return err
 	}
 	defer m.finish(now)
 	r := m.lease(id)
@@ -78,21 +78,17 @@ func (m *Manager) Release(leaseID string) error {
 
 // beginLease is begin for Renew and Release, which read lease id's
 // request and its key only (see catchUp).
-func (m *Manager) beginLease(id leaseID) (now instant, ok bool) {
-	now, behind, ok := m.beginFocused()
-	if !ok || !behind {
-		return now, ok
+func (m *Manager) beginLease(id leaseID) (now instant, err error) {
+	now, behind, err := m.beginFocused()
+	if err != nil || !behind {
+		return now, err
 	}
 	name := ""
 	r := m.lease(id)
 	if r != nil {
 		name = r.name()
 	}
-	if !m.catchUp(now, name, r) {
-		m.mu.Unlock()
-		return 0, false
-	}
-	return now, true
+	return now, m.catchUp(now, name, r)
 }
 
 // Revoke ends the live lease of (lock, key), if any, with reason "revoked by

@@ -69,14 +69,13 @@ type KeyInfo struct {
 
 // Info describes (lock, key); false when it is free and nobody waits.
 func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
-	now, behind, ok := m.beginFocused()
-	if !ok {
+	now, behind, err := m.beginFocused()
+	if err != nil {
 		return KeyInfo{}, false
 	}
 	var buf [128]byte
 	name := view(keyName(buf[:0], lock, key))
-	if behind && !m.catchUp(now, name, nil) {
-		m.mu.Unlock()
+	if behind && m.catchUp(now, name, nil) != nil {
 		return KeyInfo{}, false
 	}
 	defer m.finish(now)

@@ -278,13 +278,14 @@ func (m *Manager) begin() (now instant, ok bool) {
 // reads, calls catchUp. The rest is the timer's to sweep, in paced steps; a
 // method that ran a step of it would take the CPU from the rest of the
 // server unpaced, once for every lock command while a million leases fall
-// due. Like begin, it is false, the mutex let go, when the Manager is
-// closed or paused.
-func (m *Manager) beginFocused() (now instant, behind, ok bool) {
+// due. Unlike begin, it says why it refuses a call: it is ErrPaused or
+// ErrClosed, the mutex let go, when the Manager is paused or closed.
+func (m *Manager) beginFocused() (now instant, behind bool, err error) {
 	m.mu.Lock()
 	if m.closed || m.paused {
+		err = m.refusal()
 		m.mu.Unlock()
-		return 0, false, false
+		return 0, false, err
 	}
 	now = m.now()
 	for range m.step() {
@@ -295,7 +296,16 @@ func (m *Manager) beginFocused() (now instant, behind, ok bool) {
 		m.expire(r, now)
 	}
 	first := m.events.first()
-	return now, first != nil && first.at <= now, true
+	return now, first != nil && first.at <= now, nil
+}
+
+// refusal is why the Manager refuses a call: ErrClosed once closed, else
+// ErrPaused. The caller holds m.mu.
+func (m *Manager) refusal() error {
+	if m.closed {
+		return ErrClosed
+	}
+	return ErrPaused
 }
 
 // catchUp finishes what beginFocused began, for a method that reads the
@@ -305,13 +315,18 @@ func (m *Manager) beginFocused() (now instant, behind, ok bool) {
 // timer's sweep. A worker's HOLD on a key of its own is so answered at once
 // while a million other leases fall due, rather than once all are swept.
 // Otherwise it advances as begin does, and the caller looks up again what
-// it read, as the advance let the mutex go. It is false, the mutex held,
-// when the Manager was closed or paused meanwhile (see advance).
-func (m *Manager) catchUp(now instant, name string, r *request) bool {
+// it read, as the advance let the mutex go. It is the refusal, the mutex
+// let go, when the Manager was closed or paused meanwhile (see advance).
+func (m *Manager) catchUp(now instant, name string, r *request) error {
 	if !due(r, now) && m.keyQuiet(name, now) {
-		return true
+		return nil
 	}
-	return m.advance(now)
+	if !m.advance(now) {
+		err := m.refusal()
+		m.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // due reports whether r has an event due at or before now.

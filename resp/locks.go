@@ -63,6 +63,8 @@ func (c *conn) lockError(err error) {
 		c.out.Err(err.Error())
 	case errors.Is(err, lockmod.ErrNoEpoch):
 		c.out.Error("TRYAGAIN", "this node stopped leading: its leases ended with its epoch")
+	case errors.Is(err, lockmod.ErrPaused):
+		c.out.Error("TRYAGAIN", "this node does not lead now")
 	case errors.Is(err, lockmod.ErrClosed):
 		c.out.Err("server is shutting down")
 	default:
