@@ -1,6 +1,7 @@
 package lockmod
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -80,9 +81,10 @@ func TestLOCK06_MethodAdvanceLetsTheTimerGrantInBetween(t *testing.T) {
 		m.fire()
 		grantedMidway = isDone(waiter)
 	}
-	info, ok := m.Info("l", "0") // begun at 2 s, with 40 leases due
-	if ok {
-		t.Fatalf("key 0 is %+v, a second past its deadline", info)
+	// Begun at 2 s, with 40 leases due: List reads every key, so it runs
+	// everything due first.
+	if _, entries := m.List("l", 0, 100); len(entries) != 1 || entries[0].Key != "hot" {
+		t.Fatalf("List = %+v; want only hot, its 40 leases a second past their deadline", entries)
 	}
 	if !grantedMidway {
 		t.Fatalf("the waiter was not granted by the timer's steps between the method's (%d steps)", steps)
@@ -100,7 +102,7 @@ func TestLOCK06_MethodAdvanceLetsTheTimerGrantInBetween(t *testing.T) {
 // HOLD on a key of its own while a million others fall due): what it reads
 // is as the whole sweep would leave it. It ends the due leases with a
 // waiter, as the sweep does first; one that reads a due key or a due
-// request still runs everything due first.
+// request runs their events only.
 func TestLOCK06_MethodOnAQuietKeyLeavesTheBacklogToTheTimer(t *testing.T) {
 	clock := stillClock{NewFakeClock(start)}
 	m := New(Config{Clock: clock})
@@ -165,8 +167,8 @@ func TestLOCK06_MethodOnAQuietKeyLeavesTheBacklogToTheTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A retried HOLD whose reqid's lease is due: everything due is run
-	// first, and the retry is told its lease expired.
+	// A retried HOLD whose reqid's lease is due: that lease's end is run,
+	// not the backlog, and the retry is told its lease expired.
 	var k int
 	m.mu.Lock()
 	for k = range n {
@@ -177,11 +179,19 @@ func TestLOCK06_MethodOnAQuietKeyLeavesTheBacklogToTheTimer(t *testing.T) {
 	m.mu.Unlock()
 	retry := m.Hold(HoldRequest{Lock: "l", Key: strconv.Itoa(k), ReqID: "r" + strconv.Itoa(k), TTL: sec})
 	mustLostTicket(t, retry, ReasonExpired)
-	if steps == 0 {
-		t.Fatal("a HOLD whose reqid's lease was due did not sweep")
+	if steps != 0 {
+		t.Fatalf("a HOLD whose reqid's lease was due swept the backlog (%d steps)", steps)
 	}
+	if left := dueLeft(); left != n-1 {
+		t.Fatalf("%d events still due after a HOLD that met one due lease, want %d", left, n-1)
+	}
+	if err := checkInvariants(m); err != nil {
+		t.Fatal(err)
+	}
+	// The timer's sweep then ends the rest.
+	m.fire()
 	if left := dueLeft(); left != 0 {
-		t.Fatalf("%d events still due after a method that met a due request", left)
+		t.Fatalf("%d events still due after the timer's sweep", left)
 	}
 	if err := checkInvariants(m); err != nil {
 		t.Fatal(err)
@@ -212,17 +222,19 @@ func TestLOCK06_OneSweepAtATime(t *testing.T) {
 		}
 		mustGrant(t, m.Hold(HoldRequest{Lock: "l", Key: "fresh", ReqID: "fresh", TTL: 10 * sec}))
 		m.mu.Lock()
-		armed, left := m.timer != nil, m.events.len()
+		armed, expired := m.timer != nil, m.stats.ExpiredTotal
 		m.mu.Unlock()
 		if armed {
 			t.Error("a HOLD armed a timer while the timer's sweep was under way")
 		}
 		m.fire() // a stale timer firing mid-sweep
 		m.mu.Lock()
-		after := m.events.len()
+		after := m.stats.ExpiredTotal
 		m.mu.Unlock()
-		if after != left {
-			t.Errorf("a timer that fired mid-sweep swept too: %d events, then %d", left, after)
+		// Counted by the leases ended: an ended lease stays in the heap,
+		// to be forgotten, so the heap's length would not tell.
+		if after != expired {
+			t.Errorf("a timer that fired mid-sweep swept too: %d expired, then %d", expired, after)
 		}
 	}
 	m.fire()
@@ -236,5 +248,132 @@ func TestLOCK06_OneSweepAtATime(t *testing.T) {
 	}
 	if first := m.events.first(); first.at <= m.now() {
 		t.Fatalf("an event at %v is still due at %v after the sweep", first.at, m.now())
+	}
+}
+
+// backlog grants n leases of ttl 1 s on keys "0".."n-1" of lock "l", with
+// no timer firing (stillClock) and sweeps in steps of step.
+func backlog(t *testing.T, n, step int) (*Manager, stillClock) {
+	t.Helper()
+	clock := stillClock{NewFakeClock(start)}
+	m := New(Config{Clock: clock})
+	t.Cleanup(m.Close)
+	m.sweepStep = step
+	for i := range n {
+		k := strconv.Itoa(i)
+		mustGrant(t, m.Hold(HoldRequest{Lock: "l", Key: k, ReqID: "r" + k, TTL: sec}))
+	}
+	return m, clock
+}
+
+// LOCK-06, LOCK-08: a waiter whose client re-sends its HOLD (the SDKs
+// wait in chunks) on a key whose lease is one of a mass falling due, more
+// of them contested than the contested step ends, is granted by that HOLD
+// at once: the key's events run, not the backlog.
+func TestLOCK06_RetriedHoldOnADueKeyRunsThatKeyOnly(t *testing.T) {
+	m, clock := backlog(t, 40, 1)
+	for i := range 3 { // contested, due before hot
+		k := "c" + strconv.Itoa(i)
+		mustGrant(t, m.Hold(HoldRequest{Lock: "l", Key: k, ReqID: k, TTL: sec}))
+		mustWait(t, m.Hold(HoldRequest{Lock: "l", Key: k, ReqID: k + "-waiter", TTL: sec}))
+	}
+	clock.Advance(10 * ms)
+	mustGrant(t, m.Hold(HoldRequest{Lock: "l", Key: "hot", ReqID: "holder", TTL: sec}))
+	hold := HoldRequest{Lock: "l", Key: "hot", ReqID: "waiter", TTL: 10 * sec, HasWait: true, Wait: 5 * sec}
+	first := m.Hold(hold)
+	mustWait(t, first)
+	clock.Advance(1500 * ms)
+	steps := 0
+	m.betweenSteps = func() { steps++ }
+	g := mustGrant(t, m.Hold(hold))
+	if g.TTLLeft != 10*sec {
+		t.Fatalf("the re-sent HOLD's lease has %v left, want 10s", g.TTLLeft)
+	}
+	// Granted to the open request when its holder's end ran, then
+	// answered to the retry as its reqid's live lease (LOCK-03).
+	if g1 := mustGrant(t, first); g1.LeaseID() != g.LeaseID() {
+		t.Fatalf("the first ticket got lease %s, the retry %s", g1.LeaseID(), g.LeaseID())
+	}
+	if steps != 0 {
+		t.Fatalf("the re-sent HOLD swept the backlog (%d steps)", steps)
+	}
+	if s := m.Stats(); s.ExpiredTotal != 44 || s.Leases != 4 {
+		t.Fatalf("after the sweep: %d expired, %d live; want 44 and the 4 waiters' leases", s.ExpiredTotal, s.Leases)
+	}
+	if err := checkInvariants(m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SPEC §3, LOCK-03: a reqid whose place on another key is gone (its WAIT
+// and then its linger ran out, neither run by a timer) is free for a new
+// request: the HOLD that reads it runs its events first.
+func TestLOCK03_ReqIDWhosePlaceOnAnotherKeyIsDueIsFree(t *testing.T) {
+	m, clock := backlog(t, 40, 4)
+	mustGrant(t, m.Hold(HoldRequest{Lock: "l", Key: "b", ReqID: "holder", TTL: 10 * sec}))
+	w := m.Hold(HoldRequest{Lock: "l", Key: "b", ReqID: "R", TTL: sec, Wait: 100 * ms, HasWait: true})
+	mustWait(t, w)
+	clock.Advance(1500 * ms)
+	if _, err := m.Hold(HoldRequest{Lock: "l", Key: "a", ReqID: "R", TTL: sec}).Result(); err != nil {
+		t.Fatalf("HOLD a with a reqid whose place on b is gone: %v, want a grant", err)
+	}
+	if _, err := w.Result(); !errors.Is(err, ErrNotGranted) {
+		t.Fatalf("R's ticket on b: %v, want ErrNotGranted", err)
+	}
+	if err := checkInvariants(m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// LOCK-08: Info on a key with places due runs them first: a place whose
+// WAIT ran out and whose linger is over is not counted, and its ticket is
+// answered.
+func TestLOCK08_InfoRunsItsKeysDuePlaces(t *testing.T) {
+	m, clock := backlog(t, 40, 4)
+	mustGrant(t, m.Hold(HoldRequest{Lock: "l", Key: "a", ReqID: "h", TTL: 10 * sec}))
+	p := m.Hold(HoldRequest{Lock: "l", Key: "a", ReqID: "P", TTL: sec, Wait: 100 * ms, HasWait: true})
+	q := m.Hold(HoldRequest{Lock: "l", Key: "a", ReqID: "Q", TTL: sec})
+	mustWait(t, p)
+	mustWait(t, q)
+	clock.Advance(1500 * ms)
+	if info, ok := m.Info("l", "a"); !ok || info.Waiters != 1 {
+		t.Fatalf("Info(a) = %+v, %v; want 1 waiter (P's place is gone)", info, ok)
+	}
+	if !isDone(p) {
+		t.Fatal("P's WAIT ran out 1.4 s ago and its ticket is still open")
+	}
+}
+
+// LOCK-06: a method whose key has more events due than a sweep step (a
+// line whose WAITs all ran out) advances everything instead, in paced
+// steps, and still reads nothing stale.
+func TestLOCK06_AKeyWithMoreThanAStepDueAdvancesEverything(t *testing.T) {
+	m, clock := backlog(t, 40, 4)
+	mustGrant(t, m.Hold(HoldRequest{Lock: "l", Key: "long", ReqID: "h", TTL: 10 * sec}))
+	var waits []Ticket
+	for i := range 10 {
+		tk := m.Hold(HoldRequest{Lock: "l", Key: "long", ReqID: "w" + strconv.Itoa(i), TTL: sec, HasWait: true, Wait: 100 * ms})
+		mustWait(t, tk)
+		waits = append(waits, tk)
+	}
+	clock.Advance(1500 * ms) // the 40 are due, and the ten WAITs and their lingers
+	steps := 0
+	m.betweenSteps = func() { steps++ }
+	if info, ok := m.Info("l", "long"); !ok || info.Waiters != 0 {
+		t.Fatalf("Info(long) = %+v, %v; want held and no places left", info, ok)
+	}
+	for i, tk := range waits {
+		if _, err := tk.Result(); !isDone(tk) || !errors.Is(err, ErrNotGranted) {
+			t.Fatalf("waiter %d: done %v, %v; want ErrNotGranted", i, isDone(tk), err)
+		}
+	}
+	if steps == 0 {
+		t.Fatal("ten places due on one key, more than a step of 4, and Info did not advance everything")
+	}
+	m.mu.Lock()
+	expired := m.stats.ExpiredTotal
+	m.mu.Unlock()
+	if expired != 40 {
+		t.Fatalf("%d expired after the advance, want 40", expired)
 	}
 }

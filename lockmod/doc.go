@@ -46,14 +46,17 @@
 // Store time comes from the Clock in Config. Every timed thing — deadlines,
 // MAXHOLD, WAIT, lingers, forgetting old records — is an event in one heap;
 // one clock timer is armed for the earliest. Each method also runs the events
-// already due before it looks at anything, so a late timer never shows an
-// ended lease as live. The timer runs what is due in steps of
+// already due of what it reads before it looks at it, so a late timer never
+// shows an ended lease as live. The timer runs what is due in steps of
 // DefaultSweepStep events, letting the mutex go and pausing between them
 // (a yield, and every half millisecond a short park so that a process on
 // one CPU polls the network: see pacer), so that a million leases falling
-// due at once do not hold the mutex, or the CPU, for the whole sweep; a
-// method that comes between two steps runs the rest itself before it
-// reads, in steps too, letting the mutex go between them so that the
+// due at once do not hold the mutex, or the CPU, for the whole sweep. A
+// method that comes between two steps and reads one key (Hold, Renew,
+// Release, Info) runs only the due events of that key and of the request
+// it reads, and answers; the rest stays the timer's (see catchUp). One
+// that reads everything (Stats, List, Revoke, Abandon) runs the rest
+// itself, in steps too, letting the mutex go between them so that the
 // timer's steps still run. A sweep that lags behind ends the due leases
 // whose keys have a line first (see contestedLease), so that their
 // waiters are granted in its first step; a waiter whose WAIT ran out before

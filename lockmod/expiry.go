@@ -121,8 +121,9 @@ func (q *eventQueue) clear() { q.refs = nil }
 // advance runs every event due at or before now, earliest first (LOCK-06).
 // Every method runs it before it reads state, so that a late timer, or a
 // sweep that has not reached a lease yet, never lets an ended lease be seen
-// as live; a method that reads one key and one request runs it only when
-// one of their events is due (see catchUp).
+// as live; a method that reads one key and one request runs their due
+// events only, and advance only when more than a step of those are due
+// (see catchUp).
 //
 // A method that comes in while a million leases fall due meets what the
 // timer has not swept yet, maybe a second's worth. It sweeps that in steps
@@ -164,22 +165,27 @@ func (m *Manager) sweep(now instant, limit int) (more bool) {
 		if r == nil || r.at > now {
 			return false
 		}
-		switch r.phase {
-		case live:
-			m.expire(r, now)
-		case waiting:
-			m.linger(r, r.at, ErrNotGranted)
-		case lingering:
-			name := r.name()
-			m.leave(r)
-			m.forget(r)
-			m.unlistIfIdle(name)
-		case ended:
-			m.forget(r)
-		}
+		m.run(r, now)
 	}
 	r := m.events.first()
 	return r != nil && r.at <= now
+}
+
+// run runs r's event, due at now.
+func (m *Manager) run(r *request, now instant) {
+	switch r.phase {
+	case live:
+		m.expire(r, now)
+	case waiting:
+		m.linger(r, r.at, ErrNotGranted)
+	case lingering:
+		name := r.name()
+		m.leave(r)
+		m.forget(r)
+		m.unlistIfIdle(name)
+	case ended:
+		m.forget(r)
+	}
 }
 
 // arm makes sure one clock timer is armed no later than the earliest event.
@@ -217,10 +223,10 @@ func (m *Manager) expire(r *request, now instant) {
 // otherwise hold it for the whole sweep, and the goroutine that sweeps would
 // keep the CPU from everything else the server does; between steps the
 // timer lets the lock go and pauses (see pacer). A method that comes in
-// between still runs every event due before it reads (advance), or, if it
-// reads one key whose events are not due, every event that changes what it
-// reads (none: see catchUp): the steps spread the timer's work, they never
-// leave a read stale. At ~1 µs an end,
+// between still runs every event due that changes what it reads: all of
+// them (advance), or those of the one key and request it reads (see
+// catchUp). The steps spread the timer's work; they never leave a read
+// stale. At ~1 µs an end,
 // a step is a quarter of a millisecond: what a waiter whose holder falls
 // due mid-step waits at most, beyond the pacer's park (contested leases go
 // first in every step).

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -89,6 +90,8 @@ type Manager struct {
 	sweeping bool    // the timer's sweep is under way (fire), and arms the next timer when done
 	fireFn   func()  // m.fire, made once
 	idBuf    leaseID // scratch for reading random bytes without an allocation
+	// dueScratch is runDueOf's list of due events, kept for the next.
+	dueScratch []*request
 
 	// heldInProcess are the Endings of the live leases held in process,
 	// told ErrClosed by Close (LOCK-13).
@@ -105,6 +108,9 @@ type Manager struct {
 
 	// sweepStep is DefaultSweepStep; tests and benchmarks change it.
 	sweepStep int
+	// advanceOnCatchUp (tests only) makes catchUp advance everything, as
+	// begin does: the reference a test compares the focused catch-up with.
+	advanceOnCatchUp bool
 	// betweenSteps, if set (tests only), runs between two steps of a
 	// sweep, the timer's or a method's advance, without the lock.
 	betweenSteps func()
@@ -309,16 +315,26 @@ func (m *Manager) refusal() error {
 }
 
 // catchUp finishes what beginFocused began, for a method that reads the
-// key named name ("": none) and request r (nil: none). When none of their
-// events is due, what the method reads is as the full advance would leave
-// it: the events due elsewhere change other keys only, and are left to the
-// timer's sweep. A worker's HOLD on a key of its own is so answered at once
-// while a million other leases fall due, rather than once all are swept.
-// Otherwise it advances as begin does, and the caller looks up again what
-// it read, as the advance let the mutex go. It is the refusal, the mutex
-// let go, when the Manager was closed or paused meanwhile (see advance).
+// key named name ("": none) and request r (nil: none), which may be on
+// another key. It runs the due events of what the method reads, and of
+// r's key, and leaves the events due elsewhere to the timer's sweep: they change other keys
+// only, so what the method reads is as the full advance would leave it. A worker's HOLD on a key of its own is so answered at
+// once while a million other leases fall due, and so is a waiter's HOLD
+// re-sent on a key whose lease is one of the million, rather than once
+// all are swept.
+//
+// The events of one key run in their own order, earlier than others due
+// before them elsewhere: nothing of one key depends on another's, and the
+// contested leases go first in every sweep already (grantNext passes over
+// a waiter whose WAIT ran out before the lease ended). Fences stay in the
+// order of the grants, as they are made (LOCK-02).
+//
+// Should more than a step of these events be due, it advances everything
+// as begin does, and the caller looks up again what it read, as the advance
+// let the mutex go. It is the refusal, the mutex let go, when the Manager
+// was closed or paused meanwhile (see advance).
 func (m *Manager) catchUp(now instant, name string, r *request) error {
-	if !due(r, now) && m.keyQuiet(name, now) {
+	if !m.advanceOnCatchUp && m.runDueOf(now, name, r) {
 		return nil
 	}
 	if !m.advance(now) {
@@ -334,23 +350,67 @@ func due(r *request, now instant) bool {
 	return r != nil && r.index >= 0 && r.at <= now
 }
 
-// keyQuiet reports whether the key named name has no event due at or
-// before now: not its lease's end, nor any place's in its line.
-func (m *Manager) keyQuiet(name string, now instant) bool {
-	if name == "" {
-		return true
+// runDueOf runs the events due at or before now of the key named name, of
+// request r and of r's key until none is due: running one can make
+// another due (a place that lingers from a WAIT that ran out long ago, an
+// ended lease remembered for less than the backlog's age). It
+// is false when more than a step of them come due in all (a line of
+// thousands whose WAITs ran out at once): the caller advances everything
+// then, in paced steps.
+func (m *Manager) runDueOf(now instant, name string, r *request) bool {
+	budget := m.step()
+	for {
+		events := m.dueOf(m.dueScratch[:0], now, name)
+		if r != nil && r.name() != name {
+			// r's key, whose holder's end may come before r's own event:
+			// a WAIT that runs out at the very deadline is granted.
+			events = m.dueOf(events, now, r.name())
+		}
+		if due(r, now) && !slices.Contains(events, r) {
+			events = append(events, r) // an ended lease: in no line, and not its key's holder
+		}
+		m.dueScratch = events[:0]
+		if len(events) == 0 {
+			return true
+		}
+		if len(events) > budget {
+			clear(events)
+			return false
+		}
+		budget -= len(events)
+		// The holder's end first, as at one instant leases end before
+		// waits run out (see phase): then a place whose WAIT ran out
+		// before it lingers rather than being granted (grantNext), as it
+		// would have had its event run first.
+		for _, e := range events {
+			// Running an earlier one may have run this one's event, or
+			// made it another (a waiter granted; a place forgotten, its
+			// index -1 in the slab, which nothing reuses meanwhile).
+			if due(e, now) {
+				m.run(e, now)
+			}
+		}
+		clear(events)
 	}
-	if due(m.holder(name), now) {
-		return false
+}
+
+// dueOf appends to events the due events of the key named name ("":
+// none): its live lease's end first, then its line's places'.
+func (m *Manager) dueOf(events []*request, now instant, name string) []*request {
+	if name == "" {
+		return events
+	}
+	if h := m.holder(name); due(h, now) {
+		events = append(events, h)
 	}
 	if ln := m.lines[name]; ln != nil {
 		for w := ln.head; w != nil; w = w.rare.next {
 			if due(w, now) {
-				return false
+				events = append(events, w)
 			}
 		}
 	}
-	return true
+	return events
 }
 
 // step is how many due events one step of a sweep runs.
