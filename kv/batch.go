@@ -93,7 +93,7 @@ func (c *change) drop(it *item) {
 	}
 }
 
-// apply commits c (see commandWriteOptions) and applies its counters. The
+// apply commits c (NoSync: see walsync.go) and applies its counters. The
 // caller holds the stripes of every key in c. It reports whether the
 // command wrote.
 func (s *Store) apply(c *change) (wrote bool, err error) {

@@ -49,16 +49,14 @@
 // by the key's hash; multi-key commands take their stripes in ascending order.
 // In every mode a write returns only once its batch is in the operating
 // system's hands, so a crash of the process loses nothing acknowledged (see
-// walsync.go). With [FsyncAlways] batches are applied to Pebble without sync
-// while a stripe is held, and the caller then waits, with no stripe held, for
-// a WAL sync that covers its batch; Pebble's commit pipeline lets concurrent
-// waiters share one fsync. In the other modes a batch is committed, under its
-// stripes, with a sync that only writes the WAL to the operating system, and
-// concurrent writers share that write. Reads do not lock (except to delete an
-// expired key). With FsyncAlways a read may see a write that another caller
-// has applied but whose fsync is still under way; Redis, which sends all
-// replies of an event-loop turn after that turn's fsync, never shows such a
-// write before it is on disk.
+// walsync.go). Batches are applied to Pebble without sync
+// while a stripe is held, and the caller then waits, with no stripe held,
+// for a WAL sync that covers its batch: with [FsyncAlways] an fsync,
+// otherwise a write(2) of the WAL. Concurrent writers share it, as Redis's
+// event loop writes and fsyncs its AOF once for a turn's clients. Reads do
+// not lock (except to delete an expired key); a read that may have seen a
+// batch whose sync is still under way waits for a sync itself before it
+// answers (readsettle.go), so no reply shows a write a crash could take back.
 //
 // A transaction (Tx, for MULTI/EXEC) holds every stripe, in ascending
 // order, from its first command to its commit: its commands write into one

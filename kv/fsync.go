@@ -7,6 +7,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -210,13 +211,27 @@ func (s *Store) Sync() error {
 }
 
 // settle makes a write applied by this caller as durable as the fsync mode
-// asks; in modes other than FsyncAlways its commit has done so already (see
-// commandWriteOptions). It is called with no stripe held: with FsyncAlways,
-// concurrent callers' syncs are grouped by Pebble's commit pipeline into
-// shared fsyncs, and the sync of an empty LogData record covers every batch
-// committed before it.
+// asks: it waits for a WAL sync (an fsync with FsyncAlways, a write(2)
+// otherwise) that covers the caller's commit, made NoSync before (see
+// walsync.go). It is called with no stripe held.
+//
+// Writers share those syncs, as Redis's event loop writes its AOF once for
+// every client it served in a round: a caller first lets the goroutines
+// ready to run go before it (their connections' commands commit and come
+// to settle too), and then needs no sync of its own if one begun since
+// covered it. Without that, each command would have the WAL goroutine, which
+// a sync request readies to run next, write(2) its record alone. Pebble's
+// commit pipeline groups the syncs that are asked for meanwhile, and the
+// sync of an empty LogData record covers every batch committed before it.
 func (s *Store) settle() error {
-	if s.fsync != FsyncAlways {
+	// A count of commits that includes this caller's: a sync that began
+	// after unsynced reached it covers this caller's commit (see synced).
+	mine := s.unsettled.unsynced.Load()
+	if s.unsettled.syncedTo.Load() >= mine {
+		return nil
+	}
+	runtime.Gosched()
+	if s.unsettled.syncedTo.Load() >= mine {
 		return nil
 	}
 	if err := s.syncWAL(); err != nil {

@@ -21,9 +21,9 @@ import (
 // What may be unsettled is counted, not tracked per key:
 //   - committing: command commits under way (from before Pebble's Commit
 //     to after it returned and was counted in unsynced), whatever the mode;
-//   - unsynced: command commits made without a sync (FsyncAlways: the
-//     command syncs later, in settle, with no stripe held), and syncedTo,
-//     the count of them that a WAL sync has covered.
+//   - unsynced: command commits made, all without a sync (the command
+//     syncs later, in settle, with no stripe held), and syncedTo, the
+//     count of them that a WAL sync has covered.
 //
 // A read loads them after it read: a write it saw had raised committing
 // before it was visible, and lowers it only after unsynced counts it, so
@@ -34,17 +34,14 @@ type unsettled struct {
 	syncedTo   atomic.Int64
 }
 
-// commitCommand commits a command's batch with the fsync mode's options
-// (commandWriteOptions), counting it as unsettled while it may be visible
-// and not yet in the WAL's hands.
+// commitCommand commits a command's batch without a sync (its caller
+// settles it later: see walsync.go), counting it as unsettled while it may
+// be visible and not yet in the WAL's hands.
 func (s *Store) commitCommand(b *pebble.Batch) error {
-	o := s.commandWriteOptions()
 	s.unsettled.committing.Add(1)
 	defer s.unsettled.committing.Add(-1)
-	err := s.commit(b, o)
-	if o == pebble.NoSync {
-		s.unsettled.unsynced.Add(1) // failed too: what it wrote may be visible
-	}
+	err := s.commit(b, pebble.NoSync)
+	s.unsettled.unsynced.Add(1) // failed too: what it wrote may be visible
 	return err
 }
 

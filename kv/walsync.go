@@ -1,25 +1,24 @@
 package kv
 
-import "github.com/cockroachdb/pebble/v2"
-
 // What a WAL sync costs, by fsync mode (SPEC §6).
 //
 // Pebble's WAL writer keeps what it is given in a 32 KB block in the
 // process, and writes it to the file only when the block fills or a commit
 // asks for a sync; then its WAL goroutine write(2)s what it has and calls
 // the file's Sync. A NoSync commit is therefore not in the operating
-// system's hands when it returns, and a SIGKILL loses it. So every command
-// commits with a sync, and the WAL file's Sync (walFile) decides what that
-// is:
+// system's hands when it returns, and a SIGKILL loses it. So a command
+// commits without a sync under its stripes, and once they are released
+// waits for a WAL sync that covers it (Store.settle); the WAL file's Sync
+// (walFile) decides what that sync is:
 //
-//   - FsyncAlways: an fsync. A command commits without sync, and waits for
-//     one once its stripes are released (Store.settle), so that concurrent
-//     writers, a hot key's included, share fsyncs.
+//   - FsyncAlways: an fsync.
 //   - FsyncEverysec and FsyncNo: nothing, as the data was write(2)n before
-//     Sync was called; when the commit returns, the write survives the
-//     process, though not the machine. The command waits for it under its
-//     stripes, as a write(2) is short; Pebble groups the syncs that queue up
-//     while one runs, so concurrent writers share a write(2).
+//     Sync was called; when settle returns, the write survives the
+//     process, though not the machine.
+//
+// Either way concurrent writers, a hot key's included, share the sync:
+// settle lets the connections ready to run commit first, and Pebble groups
+// the syncs that queue up while one runs.
 
 // Pebble makes a batch visible before its WAL write or sync is done; a read
 // that may have seen one waits for the WAL itself (readsettle.go).
@@ -30,16 +29,6 @@ import "github.com/cockroachdb/pebble/v2"
 // is fsynced (walFile.Close): Pebble relies on it so that only the last WAL
 // can have an unclean tail after a crash. Only WAL files are wrapped:
 // sstables, the MANIFEST and the OPTIONS file are synced by Pebble itself.
-
-// commandWriteOptions are the write options of a command's commit: with
-// FsyncAlways it syncs later (Store.settle); otherwise this commit's sync
-// hands the write to the OS.
-func (s *Store) commandWriteOptions() *pebble.WriteOptions {
-	if s.fsync == FsyncAlways {
-		return pebble.NoSync
-	}
-	return pebble.Sync
-}
 
 // fsyncWAL fsyncs every write handed to the OS so far, whatever the fsync
 // mode; a write that Pebble still buffers may be left out, and none such

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -239,6 +241,86 @@ func TestClosedWALIsFsynced(t *testing.T) {
 			for i, n := range closed {
 				if n != 0 {
 					t.Errorf("WAL %d of %d closed with %d bytes not fsynced", i+1, len(closed), n)
+				}
+			}
+		})
+	}
+}
+
+// walWriteCounter is an FS that counts the writes made to WAL files.
+type walWriteCounter struct {
+	vfs.FS
+	writes *atomic.Int64
+}
+
+func (c walWriteCounter) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := c.FS.Create(name, category)
+	return c.count(name, f, err)
+}
+
+func (c walWriteCounter) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := c.FS.ReuseForWrite(oldname, newname, category)
+	return c.count(newname, f, err)
+}
+
+func (c walWriteCounter) count(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return countedWAL{f, c.writes}, nil
+}
+
+type countedWAL struct {
+	vfs.File
+	writes *atomic.Int64
+}
+
+func (f countedWAL) Write(p []byte) (int, error) {
+	f.writes.Add(1)
+	return f.File.Write(p)
+}
+
+func (f countedWAL) WriteAt(p []byte, off int64) (int, error) {
+	f.writes.Add(1)
+	return f.File.WriteAt(p, off)
+}
+
+// SPEC §6: writers on connections served in the same turn share the WAL
+// write (and with FsyncAlways the fsync) that makes their commands
+// durable, as Redis's event loop writes its AOF once a turn: each settles
+// only after the others ready to run have committed, and none syncs again
+// what a sync already covered. On one P, eight writers' SETs need about a
+// WAL write for every eight; each asking its own sync would be one a SET.
+func TestConcurrentWritersShareWALWrites(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, mode := range fsyncModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			var writes atomic.Int64
+			s := openOn(t, walWriteCounter{vfs.NewMem(), &writes}, mode)
+			const writers, each = 8, 200
+			var wg sync.WaitGroup
+			start := writes.Load()
+			for w := range writers {
+				wg.Go(func() {
+					for i := range each {
+						key := fmt.Appendf(nil, "w:%d:%d", w, i)
+						if _, err := s.Set(key, key, SetOptions{}); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			n := writes.Load() - start
+			t.Logf("%d WAL writes for %d SETs", n, writers*each)
+			if n > writers*each/3 {
+				t.Fatalf("%d WAL writes for %d SETs of %d concurrent writers: they do not share them", n, writers*each, writers)
+			}
+			for w := range writers {
+				key := fmt.Sprintf("w:%d:%d", w, each-1)
+				if v, ok := getOn(t, s, key); !ok || v != key {
+					t.Fatalf("GET %s = %q, %v", key, v, ok)
 				}
 			}
 		})
