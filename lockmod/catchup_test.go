@@ -3,7 +3,6 @@ package lockmod
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -112,24 +111,8 @@ func (tw *twins) answered(rt *rapid.T, reqid string, f, r Ticket) {
 
 func (tw *twins) hold(rt *rapid.T) {
 	k := twinKeys[rapid.IntRange(0, len(twinKeys)-1).Draw(rt, "key")]
-	var reqid string
-	if len(tw.reqids) > 0 && rapid.Bool().Draw(rt, "retry") {
-		reqid = rapid.SampledFrom(tw.reqids).Draw(rt, "reqid")
-	} else {
-		reqid = "r" + strconv.Itoa(len(tw.reqids))
-		tw.reqids = append(tw.reqids, reqid)
-	}
-	req := HoldRequest{Lock: k[0], Key: k[1], ReqID: reqid,
-		TTL: time.Duration(rapid.IntRange(1, 4).Draw(rt, "ttl")) * sec}
-	switch rapid.IntRange(0, 3).Draw(rt, "waitKind") {
-	case 1:
-		req.HasWait = true
-	case 2, 3:
-		req.HasWait, req.Wait = true, time.Duration(rapid.IntRange(1, 12).Draw(rt, "wait"))*250*ms
-	}
-	if rapid.Bool().Draw(rt, "hasMaxHold") {
-		req.MaxHold = time.Duration(rapid.IntRange(2, 8).Draw(rt, "maxHold")) * 500 * ms
-	}
+	req := drawHold(rt, k, &tw.reqids, 2)
+	reqid := req.ReqID
 	rt.Logf("HOLD %v %s ttl=%v wait=%v/%v maxhold=%v", k, reqid, req.TTL, req.HasWait, req.Wait, req.MaxHold)
 	tw.answered(rt, reqid, tw.focused.Hold(req), tw.ref.Hold(req))
 }

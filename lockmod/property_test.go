@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -166,16 +167,19 @@ func (p *propModel) expectFor(tk Ticket) *expectation {
 	panic("ticket not tracked")
 }
 
-func (p *propModel) hold(rt *rapid.T) {
-	k := rapid.IntRange(0, len(propKeys)-1).Draw(rt, "key")
+// drawHold draws a HOLD of key (lock, key) for a rapid test: with a reqid
+// drawn before (a retry) or a new one, added to reqids; a ttl of 1–4 s; no
+// WAIT, WAIT without a limit, or WAIT 250 ms–3 s; and maybe a MAXHOLD of
+// minMaxHold–8 half-seconds.
+func drawHold(rt *rapid.T, key [2]string, reqids *[]string, minMaxHold int) HoldRequest {
 	var reqid string
-	if len(p.reqids) > 0 && rapid.Bool().Draw(rt, "retry") {
-		reqid = rapid.SampledFrom(p.reqids).Draw(rt, "reqid")
+	if len(*reqids) > 0 && rapid.Bool().Draw(rt, "retry") {
+		reqid = rapid.SampledFrom(*reqids).Draw(rt, "reqid")
 	} else {
-		reqid = fmt.Sprint("r", len(p.reqids))
-		p.reqids = append(p.reqids, reqid)
+		reqid = "r" + strconv.Itoa(len(*reqids))
+		*reqids = append(*reqids, reqid)
 	}
-	req := HoldRequest{Lock: propKeys[k][0], Key: propKeys[k][1], ReqID: reqid,
+	req := HoldRequest{Lock: key[0], Key: key[1], ReqID: reqid,
 		TTL: time.Duration(rapid.IntRange(1, 4).Draw(rt, "ttl")) * sec}
 	switch rapid.IntRange(0, 3).Draw(rt, "waitKind") {
 	case 1:
@@ -184,8 +188,15 @@ func (p *propModel) hold(rt *rapid.T) {
 		req.HasWait, req.Wait = true, time.Duration(rapid.IntRange(1, 12).Draw(rt, "wait"))*250*ms
 	}
 	if rapid.Bool().Draw(rt, "hasMaxHold") {
-		req.MaxHold = time.Duration(rapid.IntRange(1, 8).Draw(rt, "maxHold")) * 500 * ms
+		req.MaxHold = time.Duration(rapid.IntRange(minMaxHold, 8).Draw(rt, "maxHold")) * 500 * ms
 	}
+	return req
+}
+
+func (p *propModel) hold(rt *rapid.T) {
+	k := rapid.IntRange(0, len(propKeys)-1).Draw(rt, "key")
+	req := drawHold(rt, propKeys[k], &p.reqids, 1)
+	reqid := req.ReqID
 	n := name(k)
 	now := p.now()
 	rt.Logf("%v: HOLD %q %q %s ttl=%v wait=%v/%v maxhold=%v", time.Duration(now), req.Lock, req.Key, reqid, req.TTL, req.HasWait, req.Wait, req.MaxHold)
