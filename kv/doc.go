@@ -54,9 +54,11 @@
 // for a WAL sync that covers its batch: with [FsyncAlways] an fsync,
 // otherwise a write(2) of the WAL. Concurrent writers share it, as Redis's
 // event loop writes and fsyncs its AOF once for a turn's clients. Reads do
-// not lock (except to delete an expired key); a read that may have seen a
-// batch whose sync is still under way waits for a sync itself before it
-// answers (readsettle.go), so no reply shows a write a crash could take back.
+// not lock (except to delete an expired key). A GET, EXISTS, TTL and the
+// like, or an EXEC, that may have seen a batch whose sync is still under way
+// waits for a sync itself before it answers (readsettle.go); KEYS, SCAN,
+// RANDOMKEY, LCS, DBSIZE and INFO do not, and may show a write whose
+// writer is still waiting for it.
 //
 // A transaction (Tx, for MULTI/EXEC) holds every stripe, in ascending
 // order, from its first command to its commit: its commands write into one

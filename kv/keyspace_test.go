@@ -148,6 +148,12 @@ func TestDeadlineAndStats(t *testing.T) {
 		t.Errorf("hits %d misses %d, want 3 and 2", st.KeyspaceHits, st.KeyspaceMisses)
 	}
 	s.clock.Advance(time.Minute)
+	// LASTSAVE is the last fsync: a write's WAL write(2) is none.
+	before := s.Stats().LastSync
+	s.set("plain", "again")
+	if got := s.Stats().LastSync; got != before {
+		t.Errorf("LastSync after a SET = %d, want %d (no fsync since)", got, before)
+	}
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,8 @@ func (p *Pipeline) Pending() bool { return p.t.b != nil || p.err != nil }
 // Commit commits what the pipeline wrote, lets its stripes go (it may
 // hold some with nothing pending: a command that read, or wrote nothing,
 // holds its keys' too), and then
-// waits for the fsync mode's durability (one fsync for the whole pipeline
-// with FsyncAlways). An error means some of its writes may not have
+// waits for the fsync mode's durability (at most one WAL sync for the
+// whole pipeline, shared with other writers: see Store.settle). An error means some of its writes may not have
 // reached the disk; the pipeline is empty afterwards either way.
 func (p *Pipeline) Commit() error {
 	p.commitPart()

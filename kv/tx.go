@@ -73,6 +73,10 @@ func (s *Store) Tx(w *Watch, fn func(tx *Store)) (ran bool, err error) {
 	ran, wrote, err := s.runTx(w, nil, fn)
 	if err == nil && wrote {
 		err = s.settle()
+	} else if err == nil {
+		// What it read, a broken watch included, may be another
+		// writer's commit that is not yet in the WAL's hands.
+		err = s.settleRead()
 	}
 	if err != nil {
 		return ran, wrap("exec", err)

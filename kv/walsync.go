@@ -36,7 +36,7 @@ package kv
 //
 // It cannot tell the Sync it causes, which runs on Pebble's WAL goroutine,
 // to be an fsync; it raises Store.walFsyncOwed instead, and the next WAL
-// Sync to start lowers it and fsyncs. That Sync may be another commit's,
+// Sync to start lowers it and fsyncs. That Sync may be another caller's,
 // started before fsyncWAL's own record was written: it still covers every
 // write that must be covered, all write(2)n before the flag was raised; and
 // it ends before fsyncWAL's own Sync does, as Pebble syncs a WAL on one
@@ -45,7 +45,11 @@ func (s *Store) fsyncWAL() error {
 	if s.fsync != FsyncAlways {
 		s.walFsyncOwed.Store(true)
 	}
-	return s.syncWAL()
+	if err := s.syncWAL(); err != nil {
+		return err
+	}
+	s.lastSync.Store(s.now().Unix()) // LASTSAVE: the last fsync
+	return nil
 }
 
 // walSyncIsFsync reports whether a WAL Sync that starts now must fsync.
