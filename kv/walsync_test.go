@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -247,29 +246,7 @@ func TestClosedWALIsFsynced(t *testing.T) {
 	}
 }
 
-// walWriteCounter is an FS that counts the writes made to WAL files.
-type walWriteCounter struct {
-	vfs.FS
-	writes *atomic.Int64
-}
-
-func (c walWriteCounter) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := c.FS.Create(name, category)
-	return c.count(name, f, err)
-}
-
-func (c walWriteCounter) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := c.FS.ReuseForWrite(oldname, newname, category)
-	return c.count(newname, f, err)
-}
-
-func (c walWriteCounter) count(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return countedWAL{f, c.writes}, nil
-}
-
+// countedWAL counts the writes made to a WAL file.
 type countedWAL struct {
 	vfs.File
 	writes *atomic.Int64
@@ -296,7 +273,7 @@ func TestConcurrentWritersShareWALWrites(t *testing.T) {
 	for _, mode := range fsyncModes {
 		t.Run(mode.String(), func(t *testing.T) {
 			var writes atomic.Int64
-			s := openOn(t, walWriteCounter{vfs.NewMem(), &writes}, mode)
+			s := openOn(t, walWrapper{FS: vfs.NewMem(), wrap: func(f vfs.File) vfs.File { return countedWAL{f, &writes} }}, mode)
 			const writers, each = 8, 200
 			var wg sync.WaitGroup
 			start := writes.Load()
@@ -322,6 +299,56 @@ func TestConcurrentWritersShareWALWrites(t *testing.T) {
 				if v, ok := getOn(t, s, key); !ok || v != key {
 					t.Fatalf("GET %s = %q, %v", key, v, ok)
 				}
+			}
+		})
+	}
+}
+
+// SPEC §6: an EXEC whose WATCH a write broke answers only once that write
+// is in the WAL's hands, as a GET that saw it would (see
+// TestReadWaitsForTheWriteItSees): else a client could act on a write that
+// a crash of the process then takes back.
+func TestBrokenWatchWaitsForTheWriteThatBrokeIt(t *testing.T) {
+	for _, mode := range fsyncModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			gate := &syncGate{held: make(chan struct{})}
+			fs := walWrapper{FS: vfs.NewMem(), wrap: func(f vfs.File) vfs.File { return &gatedWAL{File: f, g: gate} }}
+			s := openOn(t, fs, mode)
+			var w Watch
+			if err := s.Watch(&w, []byte("k")); err != nil {
+				t.Fatal(err)
+			}
+			gate.close()
+			t.Cleanup(gate.open) // before the store's Close, which a held write would stall
+			wrote := make(chan error, 1)
+			go func() {
+				_, err := s.Set([]byte("k"), []byte("v"), SetOptions{})
+				wrote <- err
+			}()
+			waitHeld(t, gate) // a WAL write is held: the SET's, or one it queues behind
+			// The SET has broken the watch and its commit is counted.
+			for !w.dirty.Load() || s.unsettled.committing.Load() != 0 {
+				time.Sleep(time.Millisecond)
+			}
+			ran := make(chan bool, 1)
+			go func() {
+				r, err := s.Tx(&w, func(*Store) {})
+				if err != nil {
+					t.Error(err)
+				}
+				ran <- r
+			}()
+			select {
+			case <-ran:
+				t.Fatal("EXEC answered before the SET that broke its WATCH was in the WAL's hands")
+			case <-time.After(200 * time.Millisecond):
+			}
+			gate.open()
+			if err := <-wrote; err != nil {
+				t.Fatal(err)
+			}
+			if <-ran {
+				t.Fatal("EXEC ran with a broken WATCH")
 			}
 		})
 	}
