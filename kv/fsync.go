@@ -218,13 +218,14 @@ func (s *Store) Sync() error {
 // walsync.go). It is called with no stripe held.
 //
 // Writers share those syncs, as Redis's event loop writes its AOF once for
-// every client it served in a round: a caller first yields, so that on a
-// P the goroutines ready to run go before it (their connections' commands
-// commit and come to settle too), and then needs no sync of its own if one
-// begun since covered it. Without that, each command would have the WAL goroutine, which
-// a sync request readies to run next, write(2) its record alone. Pebble's
-// commit pipeline groups the syncs that are asked for meanwhile, and the
-// sync of an empty LogData record covers every batch committed before it.
+// every client it served in a turn. A caller first yields, so that the
+// goroutines ready to run on its P go before it (their connections'
+// commands commit and come to settle too), and then needs no sync of its
+// own if one begun since covered it. Without that, each command would have
+// the WAL goroutine, which a sync request readies to run next, write(2) its
+// record alone. Pebble's commit pipeline groups the syncs that are asked
+// for meanwhile, and the sync of an empty LogData record covers every batch
+// committed before it.
 func (s *Store) settle() error {
 	// A count of commits that includes this caller's: a sync that began
 	// after unsynced reached it covers this caller's commit (see synced).

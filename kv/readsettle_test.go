@@ -57,6 +57,18 @@ func (g *syncGate) wait() {
 
 func (f *gatedWAL) Write(p []byte) (int, error) { f.g.wait(); return f.File.Write(p) }
 
+// openGated opens a store whose WAL writes pass through a gate, open for
+// now. Shutting it holds them until it opens again; the test's cleanup
+// opens it before the store's Close, which a held write would stall.
+func openGated(t *testing.T, mode FsyncMode) (*Store, *syncGate) {
+	t.Helper()
+	gate := &syncGate{held: make(chan struct{})}
+	fs := walWrapper{FS: vfs.NewMem(), wrap: func(f vfs.File) vfs.File { return &gatedWAL{File: f, g: gate} }}
+	s := openOn(t, fs, mode)
+	t.Cleanup(gate.open)
+	return s, gate
+}
+
 // LOCK-12, SPEC §6 (--fsync always): a read never answers a value its
 // writer's fsync has not yet made durable. Pebble shows a batch to readers
 // before its WAL sync is done; a GET that answered it then, and a crash
@@ -66,13 +78,10 @@ func (f *gatedWAL) Write(p []byte) (int, error) { f.g.wait(); return f.File.Writ
 func TestReadWaitsForTheWriteItSees(t *testing.T) {
 	for _, mode := range fsyncModes {
 		t.Run(mode.String(), func(t *testing.T) {
-			gate := &syncGate{held: make(chan struct{})}
-			fs := walWrapper{FS: vfs.NewMem(), wrap: func(f vfs.File) vfs.File { return &gatedWAL{File: f, g: gate} }}
-			s := openOn(t, fs, mode)
+			s, gate := openGated(t, mode)
 			s.set(t, "k", "old")
 
 			gate.close()
-			t.Cleanup(gate.open) // before the store's Close, which a held write would stall
 			wrote := make(chan error, 1)
 			go func() {
 				_, err := s.Set([]byte("k"), []byte("new"), SetOptions{})

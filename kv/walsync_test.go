@@ -311,15 +311,12 @@ func TestConcurrentWritersShareWALWrites(t *testing.T) {
 func TestBrokenWatchWaitsForTheWriteThatBrokeIt(t *testing.T) {
 	for _, mode := range fsyncModes {
 		t.Run(mode.String(), func(t *testing.T) {
-			gate := &syncGate{held: make(chan struct{})}
-			fs := walWrapper{FS: vfs.NewMem(), wrap: func(f vfs.File) vfs.File { return &gatedWAL{File: f, g: gate} }}
-			s := openOn(t, fs, mode)
+			s, gate := openGated(t, mode)
 			var w Watch
 			if err := s.Watch(&w, []byte("k")); err != nil {
 				t.Fatal(err)
 			}
 			gate.close()
-			t.Cleanup(gate.open) // before the store's Close, which a held write would stall
 			wrote := make(chan error, 1)
 			go func() {
 				_, err := s.Set([]byte("k"), []byte("v"), SetOptions{})
