@@ -128,20 +128,15 @@ func (s *Server) ApplyEntry(index uint64, e Entry) (any, error) {
 	return applied{b: c.out.b, v: c.out.v, parts: parts}, nil
 }
 
-// clusterLocal are the commands every node answers itself (SPEC §10).
-var clusterLocal = map[string]bool{
-	"ping": true, "auth": true, "hello": true, "quit": true, "info": true,
-	"role": true, "command": true, "client": true, "cluster": true,
-}
-
-// route is dispatch's hook in a cluster, before a handler runs: it
-// answers the request itself (and reports true) when the request is for
-// the leader and this node is not it, when it is a write that goes
-// through the log, or when LOCK.* must wait for the epoch; a read on the
-// leader it lets through once the leader has confirmed it leads.
+// route is dispatch's hook in a cluster, before a handler runs, and it
+// reads only the row's effect (table.go): it answers the request itself
+// (and reports true) when the request is for the leader and this node is
+// not it, when it is a write that goes through the log, or when LOCK.*
+// must wait for the epoch; a read on the leader it lets through once the
+// leader has confirmed it leads. A node-local row (SPEC §10: PING, AUTH,
+// HELLO, QUIT, INFO, ROLE, COMMAND, CLIENT, CLUSTER) runs where it is.
 func (c *conn) route(cmd *command, args [][]byte) bool {
-	top := strings.ToLower(string(args[0]))
-	if clusterLocal[top] {
+	if cmd.Effect&effLocal != 0 {
 		return false
 	}
 	cl := c.srv.cluster
@@ -151,38 +146,28 @@ func (c *conn) route(cmd *command, args [][]byte) bool {
 		return true
 	}
 	switch {
-	case cmd.Group == "module":
+	case cmd.Effect&effLocks != 0:
 		if !cl.LocksReady() {
 			c.out.Error("TRYAGAIN", "this leader's new epoch is not applied yet, or a majority has not confirmed it leads")
 			return true
 		}
 		return false
-	case top == "exec":
+	case cmd.Effect&effQueue != 0:
 		if !c.tx.queueing || c.tx.discarded {
 			return false // EXEC's own errors
 		}
 		c.proposeExec()
 		return true
-	case replicated(cmd):
+	case cmd.replicated():
 		c.propose(Entry{Cmds: [][][]byte{args}}, nil)
 		return true
-	case cmd.Group == "string" || cmd.Group == "bitmap" || cmd.Group == "generic" || top == "dbsize":
+	case cmd.readsKeys():
 		if err := cl.ReadBarrier(c.context()); err != nil {
 			c.clusterError(cmd, args, err)
 			return true
 		}
 	}
 	return false
-}
-
-// replicated says whether cmd writes the keyspace, and so goes through
-// the log.
-func replicated(cmd *command) bool {
-	switch cmd.Group {
-	case "string", "bitmap", "generic":
-		return cmd.Role >= RoleWrite
-	}
-	return cmd.Name == "flushall" || cmd.Name == "flushdb"
 }
 
 // proposeExec proposes a transaction's queue as one entry. Its WATCH is
@@ -198,7 +183,7 @@ func (c *conn) proposeExec() {
 	isLock := make([]bool, len(queued))
 	var writes [][][]byte
 	for i, q := range queued {
-		if cmd := lookup(c.srv.table, q[0]); cmd != nil && cmd.Group == "module" {
+		if cmd := lookup(c.srv.table, q[0]); cmd != nil && cmd.Effect&effLocks != 0 {
 			isLock[i] = true
 		} else {
 			writes = append(writes, q)
