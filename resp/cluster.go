@@ -6,126 +6,38 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenure-db/tenure/kv"
+	"github.com/tenure-db/tenure/cluster"
 )
 
-// A server in a cluster (SPEC §10). Package cluster keeps the Raft log and
-// implements Cluster; this file is what the RESP side does with it: the
-// routing of each request (-MOVED to the leader, a write through the log,
-// a read confirmed by the leader), and the entry point by which the log
-// applies a write on every node (ApplyEntry), through the same table and
-// handlers as a request from a socket.
+// A request in a cluster (SPEC §10). Package cluster keeps the Raft log
+// and implements Cluster; this file is what the RESP side does with a
+// client's request there, from its row's effect alone (table.go): -MOVED
+// to the leader, a write through the log, a read confirmed by the leader.
+// How an entry of the log is applied on every node is apply.go's.
 
-// Cluster is what a Server in a cluster asks of its node.
+// Cluster is what a Server in a cluster asks of its node (a
+// *cluster.Node; package cluster documents each method).
 type Cluster interface {
 	// Leader is the client address of the node that leads, "" while none
 	// is known, and whether that node is this one.
 	Leader() (addr string, self bool)
-	// Propose replicates e and returns what this node's ApplyEntry
-	// answered for it, once a majority has it on disk and it is applied
-	// here. With check not nil, Propose first waits until every entry
-	// proposed before is applied, then runs check, and proposes nothing
-	// when check reports false (EXEC's WATCH): no other proposal falls in
-	// between. ErrNotLeader: this node does not lead.
-	Propose(ctx context.Context, e Entry, check func() (bool, error)) (any, error)
+	// Propose replicates e and returns what this node's Server.Apply
+	// answered for it; with check, EXEC's WATCH is decided between the
+	// entries before and e. cluster.ErrNotLeader: this node does not lead.
+	Propose(ctx context.Context, e cluster.Entry, check func() (bool, error)) (any, error)
 	// ReadBarrier returns once this node has confirmed it still leads and
-	// has applied everything committed before the call (a linearizable
-	// read may then read the local keyspace).
+	// has applied everything committed before the call.
 	ReadBarrier(ctx context.Context) error
 	// LocksReady reports whether this node leads and its epoch entry is
 	// applied: only then may LOCK.* run (LOCK-14).
 	LocksReady() bool
 	// Status describes the cluster as this node sees it, for CLUSTER,
 	// ROLE and INFO.
-	Status() ClusterStatus
+	Status() cluster.Status
 	// Meet adds the node listening at addr as a voter; Forget removes
 	// the node id. Both only on the leader.
 	Meet(ctx context.Context, addr string) error
 	Forget(ctx context.Context, id string) error
-}
-
-// ErrNotLeader is Propose's answer on a node that does not lead.
-var ErrNotLeader = errors.New("not the leader")
-
-// Entry is a keyspace write as the log carries it: the leader's clock
-// when it was proposed (so that every node judges expiry alike), and the
-// commands, one or a transaction's queue (Exec). Proto is the protocol of
-// the reply wanted (2 or 3); 0 asks for Go values (Server.Do).
-type Entry struct {
-	NowMs int64
-	Proto int
-	Exec  bool
-	Cmds  [][][]byte
-}
-
-// ClusterStatus is one node's view of its cluster.
-type ClusterStatus struct {
-	Self   string // this node's id
-	Role   string // "leader", "follower", "candidate" or "shutdown"
-	Leader ClusterNode
-	Nodes  []ClusterNode // every voter, this node included, in id order
-	Term   uint64
-	Epoch  uint64
-	// CommitIndex and AppliedIndex are Raft's; LastIndex is the last in
-	// this node's log.
-	CommitIndex, AppliedIndex, LastIndex uint64
-}
-
-// ClusterNode is one voter.
-type ClusterNode struct {
-	ID, Addr string
-	// Applied is the index the node last told the leader it applied, -1
-	// when unknown (the node is unreachable, or this is not the leader).
-	Applied int64
-}
-
-// applied is ApplyEntry's answer: the reply as bytes, or as Go values for
-// an entry proposed by Server.Do; parts are b cut at each command's end.
-type applied struct {
-	b     []byte
-	v     *values
-	parts [][]byte
-}
-
-// ApplyEntry runs e on this server's keyspace as one transaction at
-// e.NowMs, recording index as applied in the same batch (kv.ApplyAt). The
-// log calls it in order, on every node. Its commands run through the
-// table and handlers as a connection admitted as admin would run them.
-func (s *Server) ApplyEntry(index uint64, e Entry) (any, error) {
-	c := &conn{
-		srv:      s,
-		rd:       &reader{limits: s.cfg.Limits},
-		addr:     "raft-log",
-		created:  time.Now(),
-		role:     RoleAdmin,
-		user:     "default",
-		store:    s.store,
-		applying: true,
-	}
-	if e.Proto == 0 {
-		c.out.v = &values{}
-	}
-	c.out.resp3 = e.Proto == 3
-	var parts [][]byte
-	_, err := s.store.ApplyAt(index, e.NowMs, false, func(tx *kv.Store) {
-		c.store = tx
-		if e.Exec {
-			c.tx.executing = true
-			c.out.Array(len(e.Cmds))
-		}
-		for _, q := range e.Cmds {
-			mark := c.out.Len()
-			ok := c.run(q)
-			parts = append(parts, c.out.b[mark:])
-			if !ok {
-				break
-			}
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return applied{b: c.out.b, v: c.out.v, parts: parts}, nil
 }
 
 // route is dispatch's hook in a cluster, before a handler runs, and it
@@ -159,7 +71,7 @@ func (c *conn) route(cmd *command, args [][]byte) bool {
 		c.proposeExec()
 		return true
 	case cmd.replicated():
-		c.propose(Entry{Cmds: [][][]byte{args}}, nil)
+		c.propose(cluster.Entry{Cmds: [][][]byte{args}}, nil)
 		return true
 	case cmd.readsKeys():
 		if err := cl.ReadBarrier(c.context()); err != nil {
@@ -231,7 +143,7 @@ func (c *conn) proposeExec() {
 		}
 		return
 	}
-	r, err := c.srv.cluster.Propose(c.context(), c.entry(Entry{Exec: true, Cmds: writes}), check)
+	r, err := c.srv.cluster.Propose(c.context(), c.entry(cluster.Entry{Exec: true, Cmds: writes}), check)
 	switch {
 	case err != nil:
 		c.clusterError(nil, queued[0], err)
@@ -254,7 +166,7 @@ func (c *conn) proposeExec() {
 }
 
 // entry stamps e with the leader's clock and the reply's protocol.
-func (c *conn) entry(e Entry) Entry {
+func (c *conn) entry(e cluster.Entry) cluster.Entry {
 	e.NowMs = time.Now().UnixMilli()
 	e.Proto = c.out.Proto()
 	if c.out.v != nil {
@@ -265,7 +177,7 @@ func (c *conn) entry(e Entry) Entry {
 
 // propose sends e through the log and writes the reply its application
 // here gave.
-func (c *conn) propose(e Entry, check func() (bool, error)) {
+func (c *conn) propose(e cluster.Entry, check func() (bool, error)) {
 	r, err := c.srv.cluster.Propose(c.context(), c.entry(e), check)
 	switch {
 	case err != nil:
@@ -287,7 +199,7 @@ func (c *conn) propose(e Entry, check func() (bool, error)) {
 // leader lost its majority while the entry was on its way) says so, and
 // is no error a client retries on its own.
 func (c *conn) clusterError(cmd *command, args [][]byte, err error) {
-	if errors.Is(err, ErrNotLeader) {
+	if errors.Is(err, cluster.ErrNotLeader) {
 		if cmd == nil {
 			cmd = lookup(c.srv.table, args[0])
 		}

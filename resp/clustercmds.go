@@ -4,6 +4,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/tenure-db/tenure/cluster"
 )
 
 // CLUSTER and ROLE: a cluster described to Redis Cluster clients as one
@@ -13,7 +15,7 @@ import (
 const errClusterDisabled = "This instance has cluster support disabled"
 
 // clusterOnly wraps a CLUSTER subcommand: a single server refuses it.
-func clusterOnly(h func(c *conn, args [][]byte, st ClusterStatus)) func(c *conn, args [][]byte) {
+func clusterOnly(h func(c *conn, args [][]byte, st cluster.Status)) func(c *conn, args [][]byte) {
 	return func(c *conn, args [][]byte) {
 		if c.srv.cluster == nil {
 			c.out.Err(errClusterDisabled)
@@ -33,29 +35,18 @@ func hostPort(addr string) (string, int) {
 	return host, n
 }
 
-// followers are the voters other than the leader.
-func (st ClusterStatus) followers() []ClusterNode {
-	var out []ClusterNode
-	for _, n := range st.Nodes {
-		if n.ID != st.Leader.ID {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // noShard is CLUSTER SLOTS' and SHARDS' answer while no leader is known:
 // an error, not an empty list, so that a client refreshing its routing
 // during an election asks another node or keeps what it knew (redis-py's
 // RedisCluster, told of no slots, forgets every node and never recovers).
 func noShard(c *conn) { c.out.Error("CLUSTERDOWN", "no leader") }
 
-func cmdClusterSlots(c *conn, args [][]byte, st ClusterStatus) {
+func cmdClusterSlots(c *conn, args [][]byte, st cluster.Status) {
 	if st.Leader.ID == "" {
 		noShard(c)
 		return
 	}
-	nodes := append([]ClusterNode{st.Leader}, st.followers()...)
+	nodes := append([]cluster.Member{st.Leader}, st.Followers()...)
 	c.out.Array(1)
 	c.out.Array(2 + len(nodes))
 	c.out.Int(0)
@@ -69,12 +60,12 @@ func cmdClusterSlots(c *conn, args [][]byte, st ClusterStatus) {
 	}
 }
 
-func cmdClusterShards(c *conn, args [][]byte, st ClusterStatus) {
+func cmdClusterShards(c *conn, args [][]byte, st cluster.Status) {
 	if st.Leader.ID == "" {
 		noShard(c)
 		return
 	}
-	nodes := append([]ClusterNode{st.Leader}, st.followers()...)
+	nodes := append([]cluster.Member{st.Leader}, st.Followers()...)
 	c.out.Array(1)
 	c.out.Map(2)
 	c.out.BulkString("slots")
@@ -111,7 +102,7 @@ func cmdClusterShards(c *conn, args [][]byte, st ClusterStatus) {
 	}
 }
 
-func cmdClusterNodes(c *conn, args [][]byte, st ClusterStatus) {
+func cmdClusterNodes(c *conn, args [][]byte, st cluster.Status) {
 	var b strings.Builder
 	for _, n := range st.Nodes {
 		flags, master, slots := "slave", st.Leader.ID, ""
@@ -131,7 +122,7 @@ func cmdClusterNodes(c *conn, args [][]byte, st ClusterStatus) {
 	c.out.Verbatim(b.String())
 }
 
-func cmdClusterInfo(c *conn, args [][]byte, st ClusterStatus) {
+func cmdClusterInfo(c *conn, args [][]byte, st cluster.Status) {
 	state, slots := "fail", "0"
 	if st.Leader.ID != "" {
 		state, slots = "ok", "16384"
@@ -155,16 +146,16 @@ func cmdClusterInfo(c *conn, args [][]byte, st ClusterStatus) {
 	c.out.Verbatim(b.String())
 }
 
-func cmdClusterMyID(c *conn, args [][]byte, st ClusterStatus) { c.out.BulkString(st.Self) }
+func cmdClusterMyID(c *conn, args [][]byte, st cluster.Status) { c.out.BulkString(st.Self) }
 
-func cmdClusterKeySlot(c *conn, args [][]byte, st ClusterStatus) {
+func cmdClusterKeySlot(c *conn, args [][]byte, st cluster.Status) {
 	c.out.Int(int64(KeySlot(args[2])))
 }
 
 // cmdClusterMeet is CLUSTER MEET host port: the node there joins as a
 // voter. It must have been started with --node-id and no --peers, waiting
 // to be added.
-func cmdClusterMeet(c *conn, args [][]byte, st ClusterStatus) {
+func cmdClusterMeet(c *conn, args [][]byte, st cluster.Status) {
 	port, err := strconv.Atoi(string(args[3]))
 	if err != nil || port <= 0 || port > 65535 {
 		c.out.Err("Invalid base port specified: " + cut128(args[3]))
@@ -177,7 +168,7 @@ func cmdClusterMeet(c *conn, args [][]byte, st ClusterStatus) {
 	c.out.OK()
 }
 
-func cmdClusterForget(c *conn, args [][]byte, st ClusterStatus) {
+func cmdClusterForget(c *conn, args [][]byte, st cluster.Status) {
 	if string(args[2]) == st.Self {
 		c.out.Err("I tried hard but I can't forget myself...")
 		return
@@ -221,7 +212,7 @@ func cmdRole(c *conn, args [][]byte) {
 	}
 	st := c.srv.cluster.Status()
 	if st.Leader.ID == st.Self {
-		followers := st.followers()
+		followers := st.Followers()
 		c.out.Array(3)
 		c.out.BulkString("master")
 		c.out.Int(int64(st.AppliedIndex))
@@ -275,7 +266,7 @@ func (s *Server) clusterReplication() [][2]string {
 		{"raft_commit_index", utoa(st.CommitIndex)},
 		{"raft_applied_index", utoa(st.AppliedIndex)},
 		{"raft_last_index", utoa(st.LastIndex)},
-		{"connected_slaves", itoa(int64(len(st.followers())))},
+		{"connected_slaves", itoa(int64(len(st.Followers())))},
 		{"master_repl_offset", utoa(st.AppliedIndex)},
 	}
 	for i, n := range st.Nodes {

@@ -51,9 +51,6 @@ type conn struct {
 	store *kv.Store
 	tx    txState // MULTI, WATCH and EXEC (transactions.go)
 	batch batch   // the writes of the read batch, not yet committed (batch.go)
-	// applying: the connection runs an entry of a cluster's log on this
-	// node (Server.ApplyEntry), past the routing that sent it there.
-	applying bool
 
 	// ctx is a request's run in process (Server.Do), nil on a socket: a
 	// blocking command waits until it ends instead of watching nc.
@@ -139,17 +136,24 @@ func (c *conn) run(args [][]byte) (ok bool) {
 	mark := c.out.Len()
 	defer func() {
 		if p := recover(); p != nil {
-			c.out.truncate(mark)
-			c.out.Err("internal error; closing the connection")
-			c.batch.replied()
-			c.srv.log.Error("panic serving a command", "client", c.addr,
-				"command", cut128(args[0]), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			c.panicked(args, mark, p)
 			ok = false
 		}
 	}()
 	c.lastEnd = c.exec(args)
 	c.batched(mark)
 	return true
+}
+
+// panicked answers a request whose handler panicked with p: its partial
+// reply, from mark on, is dropped for an error, and the panic is logged
+// with its stack.
+func (c *conn) panicked(args [][]byte, mark int, p any) {
+	c.out.truncate(mark)
+	c.out.Err("internal error; closing the connection")
+	c.batch.replied()
+	c.srv.log.Error("panic serving a command", "client", c.addr,
+		"command", cut128(args[0]), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 }
 
 // flush writes the replies gathered so far, once the writes they tell of
