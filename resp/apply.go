@@ -25,11 +25,15 @@ type applied struct {
 }
 
 // Apply runs e on this server's keyspace as one transaction at e.NowMs,
-// recording index as applied in the same batch (kv.Store.ApplyAt). A
+// recording index as applied in the same batch (kv.Store.ApplyAt): kv
+// judges expiry at that instant, and a relative expiry (EXPIRE k 10, SET
+// … EX 10) counts from it (conn.nowMs), so every node sets the same
+// deadline however late it applies the entry. A
 // transaction's queue (e.Exec) runs as EXEC runs it; one command whose
 // handler panics ends the entry there, as it ends a connection.
 func (s *Server) Apply(index uint64, e cluster.Entry) (any, error) {
 	c := s.caller("raft-log", RoleAdmin, e.Proto)
+	c.entryNowMs = e.NowMs
 	var parts [][]byte
 	_, err := s.store.ApplyAt(index, e.NowMs, false, func(tx *kv.Store) {
 		c.store = tx

@@ -52,6 +52,10 @@ type conn struct {
 	tx    txState // MULTI, WATCH and EXEC (transactions.go)
 	batch batch   // the writes of the read batch, not yet committed (batch.go)
 
+	// entryNowMs is the leader's clock in the log entry the conn applies
+	// (Server.Apply), 0 on any other: see nowMs.
+	entryNowMs int64
+
 	// ctx is a request's run in process (Server.Do), nil on a socket: a
 	// blocking command waits until it ends instead of watching nc.
 	ctx context.Context
@@ -65,6 +69,17 @@ type conn struct {
 	libVer  string
 	noEvict bool // CLIENT NO-EVICT: shown in CLIENT LIST's flags
 	noTouch bool // CLIENT NO-TOUCH: shown in CLIENT LIST's flags
+}
+
+// nowMs is the instant a relative expiry counts from (EXPIRE k 10, SET …
+// EX 10), in unix ms: the leader's clock in the entry being applied, so
+// that every node of a cluster sets the same deadline; else this node's
+// clock.
+func (c *conn) nowMs() int64 {
+	if c.entryNowMs != 0 {
+		return c.entryNowMs
+	}
+	return time.Now().UnixMilli()
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
