@@ -12,7 +12,7 @@ import (
 // every node, and Apply runs the entry's commands through the same table
 // and handlers as a client's requests, by call (dispatch.go): admitted as
 // admin, never queued and never routed, for the entry was routed once,
-// when the leader proposed it (cluster.go).
+// when the leader proposed it (routing.go).
 
 var _ cluster.Applier = (*Server)(nil)
 

@@ -34,7 +34,7 @@ type batch struct {
 // pipeline's view for a batched command on a socket, the server's store
 // (with what the pipeline holds committed first) for any other.
 func (c *conn) batchFor(args [][]byte) {
-	// In a cluster, writes go through its log (resp/cluster.go), never a
+	// In a cluster, writes go through its log (resp/routing.go), never a
 	// pipeline.
 	if c.srv.cluster != nil || c.ctx != nil {
 		c.endBatch()

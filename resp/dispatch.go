@@ -12,7 +12,7 @@ import (
 //
 // A row runs by one of two paths. dispatch is a client's request (from a
 // socket, or Server.Do): inside MULTI it is queued, and in a cluster it is
-// routed (cluster.go) before its handler runs. call is a row run for a
+// routed (routing.go) before its handler runs. call is a row run for a
 // caller that has already done both for the whole it belongs to: an entry
 // of the log (Server.Apply), and a script's redis.call.
 
@@ -69,7 +69,7 @@ func (c *conn) dispatch(args [][]byte) *command {
 	default:
 		c.lastCmd.Store(cmd)
 		if c.srv.cluster != nil && c.route(cmd, args) {
-			break // resp/cluster.go: redirected, or through the log
+			break // routing.go: redirected, or through the log
 		}
 		cmd.Handler(c, args)
 	}

@@ -251,7 +251,7 @@ func commandTable() map[string]*command {
 	add("lastsave", 1, RoleRead, effNone, FlagFast, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
 		docs("1.0.0", "O(1)"))
 
-	// cluster: resp/clustercmds.go (SPEC §10)
+	// cluster: resp/cluster.go (SPEC §10)
 	add("role", 1, RoleRead, effLocal, FlagFast, cmdRole, "Returns the replication role.", docs("2.8.12", "O(1)"))
 	cluster := add("cluster", -2, RoleRead, effLocal, 0, nil, "A container for Redis Cluster commands.")
 	sub(cluster, "info", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterInfo), "Returns information about the state of a node.")
