@@ -4,8 +4,9 @@
 // keyspace, the lock table and the fence counter are one, whichever way a
 // command comes in.
 //
-// It is where the keyspace (package kv), the lock module (package lockmod)
-// and the network side (package resp) are wired together, once; the
+// It is where the keyspace (package kv), the lock module (package lockmod),
+// the network side (package resp) and, in a cluster, Raft (package
+// cluster) are wired together, once; the
 // tenure command is this package plus flags, signals and logging. It is
 // not where commands are spelled (resp) or where keys and leases are kept
 // (kv, lockmod).
@@ -159,6 +160,9 @@ func Open(dir string, o Options) (*DB, error) {
 		}
 	}
 	if node != nil {
+		// The seam between Raft and the server (package cluster, api.go):
+		// the server applies the log's entries through its command table,
+		// and leadership pauses and resumes the lock module.
 		if err := node.Start(srv, locks); err != nil {
 			node.Close()
 			locks.Close()

@@ -9,13 +9,73 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/tenure-db/tenure/resp"
 )
 
-// What resp asks of a Node (resp.Cluster).
+// The seam between Raft and the server it replicates. A Node asks two
+// things of what it is started with (Start): an Applier, which applies the
+// commands of each entry to this node's keyspace, and the lock module's
+// Locks, which leadership pauses and resumes. It offers the server the
+// methods below (Leader, Propose, ReadBarrier, LocksReady, Status, Meet,
+// Forget), with Entry, Status and ErrNotLeader. Package cluster knows
+// nothing of RESP: package tenure wires a resp.Server in as the Applier.
 
-var _ resp.Cluster = (*Node)(nil)
+// Applier applies the commands entries of the log (see Entry) to this
+// node's keyspace.
+type Applier interface {
+	// Apply runs e's commands on the keyspace as one transaction at the
+	// instant e.NowMs (the leader's clock when it proposed e, so that
+	// every node judges expiry alike), with index recorded as applied in
+	// the same batch (kv.Store.ApplyAt). Raft calls it in log order, on
+	// every node; what it returns on the node that proposed e is what
+	// Propose returns there. An error is the keyspace's, not a command's.
+	Apply(index uint64, e Entry) (any, error)
+}
+
+// Locks is the lock module as leadership drives it (LOCK-14): paused, with
+// every lease and waiter dropped, whenever leadership changes; resumed on
+// the new epoch once this node leads and that epoch's entry is applied.
+// lockmod.Manager is one.
+type Locks interface {
+	Pause()
+	Resume(epoch uint64)
+}
+
+// ErrNotLeader is the answer of a Node that does not lead to what only
+// the leader does (Propose, ReadBarrier, Meet, Forget): the caller may ask
+// the leader instead.
+var ErrNotLeader = errors.New("not the leader")
+
+// Status is one node's view of its cluster.
+type Status struct {
+	Self   string // this node's id
+	Role   string // "leader", "follower", "candidate" or "shutdown"
+	Leader Member
+	Nodes  []Member // every voter, this node included, in id order
+	Term   uint64
+	Epoch  uint64
+	// CommitIndex and AppliedIndex are Raft's; LastIndex is the last in
+	// this node's log.
+	CommitIndex, AppliedIndex, LastIndex uint64
+}
+
+// Member is one voter.
+type Member struct {
+	ID, Addr string
+	// Applied is the index the node last told the leader it applied, -1
+	// when unknown (the node is unreachable, or this is not the leader).
+	Applied int64
+}
+
+// Followers are the voters other than the leader.
+func (st Status) Followers() []Member {
+	var out []Member
+	for _, n := range st.Nodes {
+		if n.ID != st.Leader.ID {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Leader is the leader's client address ("" while none is known) and
 // whether it is this node.
@@ -34,10 +94,15 @@ func (n *Node) LocksReady() bool {
 	return n.ready.Load() && n.raft.State() == raft.Leader && n.leaseHeld()
 }
 
-// Propose replicates e (see resp.Cluster).
-func (n *Node) Propose(ctx context.Context, e resp.Entry, check func() (bool, error)) (any, error) {
+// Propose replicates e and returns what this node's Applier answered for
+// it, once a majority has it on disk and it is applied here. With check
+// not nil, Propose first waits until every entry proposed before is
+// applied, then runs check, and proposes nothing (returning nil, nil)
+// when check reports false (EXEC's WATCH): no other proposal falls in
+// between. ErrNotLeader: this node does not lead.
+func (n *Node) Propose(ctx context.Context, e Entry, check func() (bool, error)) (any, error) {
 	if n.raft.State() != raft.Leader {
-		return nil, resp.ErrNotLeader
+		return nil, ErrNotLeader
 	}
 	data := encodeCommands(e)
 	n.proposeMu.Lock()
@@ -73,7 +138,7 @@ func (n *Node) Propose(ctx context.Context, e resp.Entry, check func() (bool, er
 func proposeError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
-		return resp.ErrNotLeader
+		return ErrNotLeader
 	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 		return errors.New("leadership lost while the write was replicated: it may or may not be applied")
 	}
@@ -86,7 +151,7 @@ func proposeError(err error) error {
 // acknowledged before is missed (SPEC §10: linearizable reads).
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	if n.raft.State() != raft.Leader {
-		return resp.ErrNotLeader
+		return ErrNotLeader
 	}
 	commit := n.raft.CommitIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil {
@@ -104,15 +169,15 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 			return errors.New("timed out waiting for the leader to apply its log")
 		}
 		if n.raft.State() != raft.Leader {
-			return resp.ErrNotLeader
+			return ErrNotLeader
 		}
 	}
 	return nil
 }
 
 // Status is this node's view of the cluster.
-func (n *Node) Status() resp.ClusterStatus {
-	st := resp.ClusterStatus{
+func (n *Node) Status() Status {
+	st := Status{
 		Self:         n.cfg.NodeID,
 		Role:         strings.ToLower(n.raft.State().String()),
 		Term:         n.raft.CurrentTerm(),
@@ -123,12 +188,12 @@ func (n *Node) Status() resp.ClusterStatus {
 	}
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	if leaderID != "" {
-		st.Leader = resp.ClusterNode{ID: string(leaderID), Addr: string(leaderAddr), Applied: -1}
+		st.Leader = Member{ID: string(leaderID), Addr: string(leaderAddr), Applied: -1}
 	}
 	leading := n.raft.State() == raft.Leader
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
-			node := resp.ClusterNode{ID: string(s.ID), Addr: string(s.Address), Applied: -1}
+			node := Member{ID: string(s.ID), Addr: string(s.Address), Applied: -1}
 			switch {
 			case node.ID == n.cfg.NodeID:
 				node.Applied = int64(st.AppliedIndex)
@@ -143,7 +208,7 @@ func (n *Node) Status() resp.ClusterStatus {
 			st.Nodes = append(st.Nodes, node)
 		}
 	}
-	slices.SortFunc(st.Nodes, func(a, b resp.ClusterNode) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(st.Nodes, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	return st
 }
 
@@ -188,7 +253,7 @@ func (n *Node) pollPeers() {
 // that is not a tenure node with this cluster's key, changes nothing.
 func (n *Node) Meet(ctx context.Context, addr string) error {
 	if n.raft.State() != raft.Leader {
-		return resp.ErrNotLeader
+		return ErrNotLeader
 	}
 	id, err := peerID(addr, n.cfg.NodeID, n.cfg.Key, 2*time.Second)
 	if err != nil {
@@ -209,7 +274,7 @@ func (n *Node) Meet(ctx context.Context, addr string) error {
 // Forget removes the node id from the voters.
 func (n *Node) Forget(ctx context.Context, id string) error {
 	if n.raft.State() != raft.Leader {
-		return resp.ErrNotLeader
+		return ErrNotLeader
 	}
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {

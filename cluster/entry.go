@@ -3,14 +3,24 @@ package cluster
 import (
 	"encoding/binary"
 	"errors"
-
-	"github.com/tenure-db/tenure/resp"
 )
+
+// Entry is a keyspace write as the log carries it: the leader's clock
+// when it was proposed (so that every node judges expiry alike), and the
+// commands, one or a transaction's queue (Exec), each as its arguments.
+// Proto is the protocol of the reply wanted (2 or 3); 0 asks for Go values
+// (an in-process DB.Do). What the commands mean is the Applier's business.
+type Entry struct {
+	NowMs int64
+	Proto int
+	Exec  bool
+	Cmds  [][][]byte
+}
 
 // The entries of the log. Each opens with its kind and the leader's clock
 // (Unix ms) when it was proposed; every node applies it at that instant.
 const (
-	kindCommands byte = 1 // one command, or a transaction's queue: resp.Entry
+	kindCommands byte = 1 // one command, or a transaction's queue: Entry
 	kindEpoch    byte = 2 // the next epoch (LOCK-14)
 	kindSweep    byte = 3 // delete up to n keys expired at the entry's instant
 )
@@ -19,13 +29,13 @@ const (
 type entry struct {
 	kind  byte
 	nowMs int64
-	cmd   resp.Entry // kindCommands
-	limit int        // kindSweep
+	cmd   Entry // kindCommands
+	limit int   // kindSweep
 }
 
 var errBadEntry = errors.New("cluster: malformed log entry")
 
-func encodeCommands(e resp.Entry) []byte {
+func encodeCommands(e Entry) []byte {
 	b := []byte{kindCommands}
 	b = binary.AppendVarint(b, e.NowMs)
 	flags := byte(e.Proto)
@@ -61,7 +71,7 @@ func decodeEntry(b []byte) (entry, error) {
 	switch e.kind {
 	case kindCommands:
 		flags := d.byte()
-		e.cmd = resp.Entry{NowMs: e.nowMs, Proto: int(flags & 0x7f), Exec: flags&0x80 != 0}
+		e.cmd = Entry{NowMs: e.nowMs, Proto: int(flags & 0x7f), Exec: flags&0x80 != 0}
 		n := d.uvarint()
 		for i := uint64(0); i < n && d.ok(); i++ {
 			argc := d.uvarint()

@@ -1,5 +1,7 @@
 package cluster
 
+import "bytes"
+
 // HoldEpochEntries makes the node, when it next comes to lead, wait before
 // it proposes its epoch entry, until release is called.
 func (n *Node) HoldEpochEntries() (release func()) {
@@ -16,4 +18,20 @@ func (n *Node) LapseLease() (resume func()) {
 	n.leaseUntil.Store(0)
 	n.leaseUntilWall.Store(0)
 	return func() { n.confirmHeld.Store(false) }
+}
+
+// KeyspaceSnapshot is every record of the node's keyspace as a snapshot
+// would send it (the applied index and the epoch among them), for tests
+// that compare what two nodes applied.
+func (n *Node) KeyspaceSnapshot() ([]byte, error) {
+	snap, err := n.cfg.Store.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
+	var b bytes.Buffer
+	if _, err := snap.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenure-db/tenure/kv"
-	"github.com/tenure-db/tenure/resp"
 )
 
 // fsm applies the log to the local keyspace. Raft calls Apply, Snapshot
@@ -24,7 +23,7 @@ import (
 // is only in memory.
 type fsm struct {
 	store *kv.Store
-	srv   *resp.Server
+	app   Applier // applies the commands entries (Node.Start)
 	// skipTo is the applied index the keyspace had when the node started.
 	skipTo uint64
 
@@ -72,7 +71,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 		}
 		return n
 	}
-	r, err := f.srv.ApplyEntry(l.Index, e.cmd)
+	r, err := f.app.Apply(l.Index, e.cmd)
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenure-db/tenure/kv"
-	"github.com/tenure-db/tenure/lockmod"
-	"github.com/tenure-db/tenure/resp"
 )
 
 // DefaultElectionTimeout is --raft-election-timeout's default: a follower
@@ -52,7 +50,8 @@ type Config struct {
 	SnapshotThreshold, TrailingLogs uint64
 }
 
-// Node is one member of a cluster. It implements resp.Cluster.
+// Node is one member of a cluster: what the server asks of its cluster
+// (api.go), over Raft.
 type Node struct {
 	cfg   Config
 	log   *slog.Logger
@@ -62,7 +61,7 @@ type Node struct {
 	logs  *logStore
 	snaps *raft.FileSnapshotStore
 	trans *raft.NetworkTransport
-	locks *lockmod.Manager
+	locks Locks
 	fresh bool // Dir had no cluster before this start
 
 	proposeMu sync.Mutex // orders a WATCHed EXEC's check against other proposals
@@ -97,7 +96,8 @@ type Node struct {
 const applyTimeout = 10 * time.Second
 
 // Open checks the node's flags against what Dir remembers and opens the
-// log; it starts nothing. Call Start with the RESP server, then Serve.
+// log; it starts nothing. Call Start with what applies the entries and
+// the lock module, then Serve.
 func Open(cfg Config) (*Node, error) {
 	if cfg.NodeID == "" {
 		return nil, errors.New("--node-id is required in a cluster")
@@ -156,12 +156,14 @@ func Open(cfg Config) (*Node, error) {
 	}, nil
 }
 
-// Start starts Raft with srv as the applier of entries, bootstrapping a
-// new cluster from Peers the first time. The lock module locks, which
-// srv serves, is paused until this node leads and its epoch entry is
-// applied; it should have the Node as its EpochBumper.
-func (n *Node) Start(srv *resp.Server, locks *lockmod.Manager) error {
-	n.fsm.srv, n.locks = srv, locks
+// Start starts Raft with app as the applier of commands entries,
+// bootstrapping a new cluster from Peers the first time. The lock module
+// locks is paused until this node leads and its epoch entry is applied;
+// it should have the Node as its EpochBumper. Open and Start are two
+// steps because the server that applies the entries is itself made with
+// the Node (package tenure wires them, once).
+func (n *Node) Start(app Applier, locks Locks) error {
+	n.fsm.app, n.locks = app, locks
 	if err := n.restoreBehind(); err != nil {
 		return err
 	}

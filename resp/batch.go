@@ -15,15 +15,9 @@ import (
 // ones before it wrote before it runs.
 //
 // This file is the one place where requests are batched; batchFor, called
-// by run before a request is dispatched, batches nothing in a cluster,
-// whose writes go through its log.
-
-// batchedCommands are the commands that run on a read batch's pipeline:
-// plain reads and writes of string keys, which never block.
-var batchedCommands = []string{
-	"get", "set", "setnx", "setex", "psetex", "getset", "getdel", "mget", "mset",
-	"incr", "decr", "incrby", "decrby", "append", "strlen", "del", "unlink",
-}
+// by run before a request is dispatched, batches the rows whose effect
+// says effBatch (table.go: point reads and writes of named keys, which
+// never block), and nothing in a cluster, whose writes go through its log.
 
 // batch is a connection's pipeline and what its replies are.
 type batch struct {
@@ -40,7 +34,7 @@ type batch struct {
 // pipeline's view for a batched command on a socket, the server's store
 // (with what the pipeline holds committed first) for any other.
 func (c *conn) batchFor(args [][]byte) {
-	// In a cluster, writes go through its log (resp/cluster.go), never a
+	// In a cluster, writes go through its log (resp/routing.go), never a
 	// pipeline.
 	if c.srv.cluster != nil || c.ctx != nil {
 		c.endBatch()
@@ -48,7 +42,7 @@ func (c *conn) batchFor(args [][]byte) {
 	}
 	cmd := lookup(c.srv.table, args[0])
 	c.looked = cmd
-	if cmd == nil || cmd.Flags&flagBatched == 0 {
+	if cmd == nil || cmd.Effect&effBatch == 0 {
 		c.endBatch()
 		return
 	}

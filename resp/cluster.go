@@ -1,377 +1,281 @@
 package resp
 
 import (
-	"context"
-	"errors"
+	"net"
+	"strconv"
 	"strings"
-	"time"
 
-	"github.com/tenure-db/tenure/kv"
+	"github.com/tenure-db/tenure/cluster"
 )
 
-// A server in a cluster (SPEC §10). Package cluster keeps the Raft log and
-// implements Cluster; this file is what the RESP side does with it: the
-// routing of each request (-MOVED to the leader, a write through the log,
-// a read confirmed by the leader), and the entry point by which the log
-// applies a write on every node (ApplyEntry), through the same table and
-// handlers as a request from a socket.
+// CLUSTER and ROLE: a cluster described to Redis Cluster clients as one
+// shard holding all 16384 slots, led by the leader (SPEC §10). A single
+// server answers CLUSTER as Redis without cluster mode does.
 
-// Cluster is what a Server in a cluster asks of its node.
-type Cluster interface {
-	// Leader is the client address of the node that leads, "" while none
-	// is known, and whether that node is this one.
-	Leader() (addr string, self bool)
-	// Propose replicates e and returns what this node's ApplyEntry
-	// answered for it, once a majority has it on disk and it is applied
-	// here. With check not nil, Propose first waits until every entry
-	// proposed before is applied, then runs check, and proposes nothing
-	// when check reports false (EXEC's WATCH): no other proposal falls in
-	// between. ErrNotLeader: this node does not lead.
-	Propose(ctx context.Context, e Entry, check func() (bool, error)) (any, error)
-	// ReadBarrier returns once this node has confirmed it still leads and
-	// has applied everything committed before the call (a linearizable
-	// read may then read the local keyspace).
-	ReadBarrier(ctx context.Context) error
-	// LocksReady reports whether this node leads and its epoch entry is
-	// applied: only then may LOCK.* run (LOCK-14).
-	LocksReady() bool
-	// Status describes the cluster as this node sees it, for CLUSTER,
-	// ROLE and INFO.
-	Status() ClusterStatus
-	// Meet adds the node listening at addr as a voter; Forget removes
-	// the node id. Both only on the leader.
-	Meet(ctx context.Context, addr string) error
-	Forget(ctx context.Context, id string) error
-}
+const errClusterDisabled = "This instance has cluster support disabled"
 
-// ErrNotLeader is Propose's answer on a node that does not lead.
-var ErrNotLeader = errors.New("not the leader")
-
-// Entry is a keyspace write as the log carries it: the leader's clock
-// when it was proposed (so that every node judges expiry alike), and the
-// commands, one or a transaction's queue (Exec). Proto is the protocol of
-// the reply wanted (2 or 3); 0 asks for Go values (Server.Do).
-type Entry struct {
-	NowMs int64
-	Proto int
-	Exec  bool
-	Cmds  [][][]byte
-}
-
-// ClusterStatus is one node's view of its cluster.
-type ClusterStatus struct {
-	Self   string // this node's id
-	Role   string // "leader", "follower", "candidate" or "shutdown"
-	Leader ClusterNode
-	Nodes  []ClusterNode // every voter, this node included, in id order
-	Term   uint64
-	Epoch  uint64
-	// CommitIndex and AppliedIndex are Raft's; LastIndex is the last in
-	// this node's log.
-	CommitIndex, AppliedIndex, LastIndex uint64
-}
-
-// ClusterNode is one voter.
-type ClusterNode struct {
-	ID, Addr string
-	// Applied is the index the node last told the leader it applied, -1
-	// when unknown (the node is unreachable, or this is not the leader).
-	Applied int64
-}
-
-// applied is ApplyEntry's answer: the reply as bytes, or as Go values for
-// an entry proposed by Server.Do; parts are b cut at each command's end.
-type applied struct {
-	b     []byte
-	v     *values
-	parts [][]byte
-}
-
-// ApplyEntry runs e on this server's keyspace as one transaction at
-// e.NowMs, recording index as applied in the same batch (kv.ApplyAt). The
-// log calls it in order, on every node. Its commands run through the
-// table and handlers as a connection admitted as admin would run them.
-func (s *Server) ApplyEntry(index uint64, e Entry) (any, error) {
-	c := &conn{
-		srv:      s,
-		rd:       &reader{limits: s.cfg.Limits},
-		addr:     "raft-log",
-		created:  time.Now(),
-		role:     RoleAdmin,
-		user:     "default",
-		store:    s.store,
-		applying: true,
-	}
-	if e.Proto == 0 {
-		c.out.v = &values{}
-	}
-	c.out.resp3 = e.Proto == 3
-	var parts [][]byte
-	_, err := s.store.ApplyAt(index, e.NowMs, false, func(tx *kv.Store) {
-		c.store = tx
-		if e.Exec {
-			c.tx.executing = true
-			c.out.Array(len(e.Cmds))
+// clusterOnly wraps a CLUSTER subcommand: a single server refuses it.
+func clusterOnly(h func(c *conn, args [][]byte, st cluster.Status)) func(c *conn, args [][]byte) {
+	return func(c *conn, args [][]byte) {
+		if c.srv.cluster == nil {
+			c.out.Err(errClusterDisabled)
+			return
 		}
-		for _, q := range e.Cmds {
-			mark := c.out.Len()
-			ok := c.run(q)
-			parts = append(parts, c.out.b[mark:])
-			if !ok {
-				break
-			}
-		}
-	})
+		h(c, args, c.srv.cluster.Status())
+	}
+}
+
+// hostPort splits a node's address for CLUSTER SLOTS and SHARDS.
+func hostPort(addr string) (string, int) {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, err
+		return addr, 0
 	}
-	return applied{b: c.out.b, v: c.out.v, parts: parts}, nil
+	n, _ := strconv.Atoi(port)
+	return host, n
 }
 
-// clusterLocal are the commands every node answers itself (SPEC §10).
-var clusterLocal = map[string]bool{
-	"ping": true, "auth": true, "hello": true, "quit": true, "info": true,
-	"role": true, "command": true, "client": true, "cluster": true,
+// noShard is CLUSTER SLOTS' and SHARDS' answer while no leader is known:
+// an error, not an empty list, so that a client refreshing its routing
+// during an election asks another node or keeps what it knew (redis-py's
+// RedisCluster, told of no slots, forgets every node and never recovers).
+func noShard(c *conn) { c.out.Error("CLUSTERDOWN", "no leader") }
+
+func cmdClusterSlots(c *conn, args [][]byte, st cluster.Status) {
+	if st.Leader.ID == "" {
+		noShard(c)
+		return
+	}
+	nodes := append([]cluster.Member{st.Leader}, st.Followers()...)
+	c.out.Array(1)
+	c.out.Array(2 + len(nodes))
+	c.out.Int(0)
+	c.out.Int(16383)
+	for _, n := range nodes {
+		host, port := hostPort(n.Addr)
+		c.out.Array(3)
+		c.out.BulkString(host)
+		c.out.Int(int64(port))
+		c.out.BulkString(n.ID)
+	}
 }
 
-// route is dispatch's hook in a cluster, before a handler runs: it
-// answers the request itself (and reports true) when the request is for
-// the leader and this node is not it, when it is a write that goes
-// through the log, or when LOCK.* must wait for the epoch; a read on the
-// leader it lets through once the leader has confirmed it leads.
-func (c *conn) route(cmd *command, args [][]byte) bool {
-	top := strings.ToLower(string(args[0]))
-	if clusterLocal[top] {
-		return false
+func cmdClusterShards(c *conn, args [][]byte, st cluster.Status) {
+	if st.Leader.ID == "" {
+		noShard(c)
+		return
 	}
-	cl := c.srv.cluster
-	addr, self := cl.Leader()
-	if !self {
-		c.redirect(cmd, args, addr)
-		return true
-	}
-	switch {
-	case cmd.Group == "module":
-		if !cl.LocksReady() {
-			c.out.Error("TRYAGAIN", "this leader's new epoch is not applied yet, or a majority has not confirmed it leads")
-			return true
+	nodes := append([]cluster.Member{st.Leader}, st.Followers()...)
+	c.out.Array(1)
+	c.out.Map(2)
+	c.out.BulkString("slots")
+	c.out.Array(2)
+	c.out.Int(0)
+	c.out.Int(16383)
+	c.out.BulkString("nodes")
+	c.out.Array(len(nodes))
+	for i, n := range nodes {
+		host, port := hostPort(n.Addr)
+		role := "replica"
+		if i == 0 {
+			role = "master"
 		}
-		return false
-	case top == "exec":
-		if !c.tx.queueing || c.tx.discarded {
-			return false // EXEC's own errors
-		}
-		c.proposeExec()
-		return true
-	case replicated(cmd):
-		c.propose(Entry{Cmds: [][][]byte{args}}, nil)
-		return true
-	case cmd.Group == "string" || cmd.Group == "bitmap" || cmd.Group == "generic" || top == "dbsize":
-		if err := cl.ReadBarrier(c.context()); err != nil {
-			c.clusterError(cmd, args, err)
-			return true
-		}
-	}
-	return false
-}
-
-// replicated says whether cmd writes the keyspace, and so goes through
-// the log.
-func replicated(cmd *command) bool {
-	switch cmd.Group {
-	case "string", "bitmap", "generic":
-		return cmd.Role >= RoleWrite
-	}
-	return cmd.Name == "flushall" || cmd.Name == "flushdb"
-}
-
-// proposeExec proposes a transaction's queue as one entry. Its WATCH is
-// decided here, on the leader, once every write proposed before it has
-// applied: the entry itself is applied unconditionally on every node.
-// LOCK.* in the queue act on the leader's lock module at once, as in a
-// single server (transactions.go), in the same window: after every write
-// proposed before has applied and before any proposed after, so
-// MULTI; LOCK.RENEW id; SET k v FENCE f; EXEC keeps its meaning.
-func (c *conn) proposeExec() {
-	queued := c.tx.queued
-	c.tx.queueing, c.tx.queued = false, nil // what runs now runs, as in cmdExec
-	isLock := make([]bool, len(queued))
-	var writes [][][]byte
-	for i, q := range queued {
-		if cmd := lookup(c.srv.table, q[0]); cmd != nil && cmd.Group == "module" {
-			isLock[i] = true
+		c.out.Map(7)
+		c.out.BulkString("id")
+		c.out.BulkString(n.ID)
+		c.out.BulkString("port")
+		c.out.Int(int64(port))
+		c.out.BulkString("ip")
+		c.out.BulkString(host)
+		c.out.BulkString("endpoint")
+		c.out.BulkString(host)
+		c.out.BulkString("role")
+		c.out.BulkString(role)
+		c.out.BulkString("replication-offset")
+		c.out.Int(max(n.Applied, 0))
+		c.out.BulkString("health")
+		if n.Applied >= 0 || i == 0 {
+			c.out.BulkString("online")
 		} else {
-			writes = append(writes, q)
+			c.out.BulkString("fail")
 		}
 	}
-	var lockReplies [][]byte
-	runLocks := func() {
-		c.tx.executing = true
-		defer func() { c.tx.executing = false }()
-		for i, q := range queued {
-			if isLock[i] {
-				mark := c.out.Len()
-				c.exec(q)
-				lockReplies = append(lockReplies, append([]byte(nil), c.out.b[mark:]...))
-				c.out.truncate(mark)
-			}
+}
+
+func cmdClusterNodes(c *conn, args [][]byte, st cluster.Status) {
+	var b strings.Builder
+	for _, n := range st.Nodes {
+		flags, master, slots := "slave", st.Leader.ID, ""
+		if n.ID == st.Leader.ID {
+			flags, master, slots = "master", "-", " 0-16383"
 		}
-	}
-	watched := c.tx.watch.Len() > 0
-	check := func() (bool, error) {
-		if watched {
-			broken, err := c.srv.store.WatchBroken(&c.tx.watch)
-			if err != nil || broken {
-				return false, err
-			}
+		if master == "" {
+			master = "-"
 		}
-		runLocks()
-		return true, nil
-	}
-	defer c.endTx()
-	if len(writes) == len(queued) && !watched {
-		check = nil
-	}
-	if len(writes) == 0 {
-		if ok, err := check(); err != nil {
-			c.storeError(err)
-			return
-		} else if !ok {
-			c.out.NullArray()
-			return
+		if n.ID == st.Self {
+			flags = "myself," + flags
 		}
-		c.out.Array(len(queued))
-		for _, r := range lockReplies {
-			c.out.b = append(c.out.b, r...)
+		host, port := hostPort(n.Addr)
+		b.WriteString(n.ID + " " + host + ":" + itoa(int64(port)) + "@" + itoa(int64(port)) + " " + flags + " " + master +
+			" 0 0 " + utoa(st.Term) + " connected" + slots + "\n")
+	}
+	c.out.Verbatim(b.String())
+}
+
+func cmdClusterInfo(c *conn, args [][]byte, st cluster.Status) {
+	state, slots := "fail", "0"
+	if st.Leader.ID != "" {
+		state, slots = "ok", "16384"
+	}
+	lines := [][2]string{
+		{"cluster_enabled", "1"},
+		{"cluster_state", state},
+		{"cluster_slots_assigned", slots},
+		{"cluster_slots_ok", slots},
+		{"cluster_slots_pfail", "0"},
+		{"cluster_slots_fail", "0"},
+		{"cluster_known_nodes", itoa(int64(len(st.Nodes)))},
+		{"cluster_size", "1"},
+		{"cluster_current_epoch", utoa(st.Term)},
+		{"cluster_my_epoch", utoa(st.Term)},
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l[0] + ":" + l[1] + "\r\n")
+	}
+	c.out.Verbatim(b.String())
+}
+
+func cmdClusterMyID(c *conn, args [][]byte, st cluster.Status) { c.out.BulkString(st.Self) }
+
+func cmdClusterKeySlot(c *conn, args [][]byte, st cluster.Status) {
+	c.out.Int(int64(KeySlot(args[2])))
+}
+
+// cmdClusterMeet is CLUSTER MEET host port: the node there joins as a
+// voter. It must have been started with --node-id and no --peers, waiting
+// to be added.
+func cmdClusterMeet(c *conn, args [][]byte, st cluster.Status) {
+	port, err := strconv.Atoi(string(args[3]))
+	if err != nil || port <= 0 || port > 65535 {
+		c.out.Err("Invalid base port specified: " + cut128(args[3]))
+		return
+	}
+	if err := c.srv.cluster.Meet(c.context(), net.JoinHostPort(string(args[2]), string(args[3]))); err != nil {
+		c.clusterError(nil, args, err)
+		return
+	}
+	c.out.OK()
+}
+
+func cmdClusterForget(c *conn, args [][]byte, st cluster.Status) {
+	if string(args[2]) == st.Self {
+		c.out.Err("I tried hard but I can't forget myself...")
+		return
+	}
+	if err := c.srv.cluster.Forget(c.context(), string(args[2])); err != nil {
+		c.clusterError(nil, args, err)
+		return
+	}
+	c.out.OK()
+}
+
+func cmdClusterHelp(c *conn, args [][]byte) {
+	if c.srv.cluster == nil {
+		c.out.Err(errClusterDisabled)
+		return
+	}
+	c.out.BulkStrings(
+		"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"INFO", "    Return information about the cluster.",
+		"SLOTS", "    Return the slot ranges and the nodes that serve them: one shard, all 16384 slots, led by the leader.",
+		"SHARDS", "    Return the shard and its nodes.",
+		"NODES", "    Return the cluster configuration as Redis prints it.",
+		"MYID", "    Return this node's id.",
+		"KEYSLOT <key>", "    Return the hash slot of <key>.",
+		"MEET <ip> <port>", "    Add the node listening there as a voter (on the leader).",
+		"FORGET <node-id>", "    Remove a node from the cluster (on the leader).",
+		"HELP", "    Print this help.",
+	)
+}
+
+// cmdRole is ROLE in Redis's shape: ["master", offset, [[host, port,
+// offset] …]] on the leader (and on a single server), ["slave", host,
+// port, state, offset] on another node.
+func cmdRole(c *conn, args [][]byte) {
+	if c.srv.cluster == nil {
+		c.out.Array(3)
+		c.out.BulkString("master")
+		c.out.Int(0)
+		c.out.Array(0)
+		return
+	}
+	st := c.srv.cluster.Status()
+	if st.Leader.ID == st.Self {
+		followers := st.Followers()
+		c.out.Array(3)
+		c.out.BulkString("master")
+		c.out.Int(int64(st.AppliedIndex))
+		c.out.Array(len(followers))
+		for _, n := range followers {
+			host, port := hostPort(n.Addr)
+			c.out.Array(3)
+			c.out.BulkString(host)
+			c.out.BulkString(itoa(int64(port)))
+			c.out.BulkString(itoa(max(n.Applied, 0)))
 		}
 		return
 	}
-	r, err := c.srv.cluster.Propose(c.context(), c.entry(Entry{Exec: true, Cmds: writes}), check)
-	switch {
-	case err != nil:
-		c.clusterError(nil, queued[0], err)
-		return
-	case r == nil:
-		c.out.NullArray()
-		return
+	host, port := hostPort(st.Leader.Addr)
+	state := "connected"
+	if st.Leader.ID == "" {
+		state = "connect"
 	}
-	parts := r.(applied).parts
-	c.out.Array(len(queued))
-	for i := range queued {
-		if isLock[i] {
-			c.out.b, lockReplies = append(c.out.b, lockReplies[0]...), lockReplies[1:]
-		} else if len(parts) > 0 {
-			c.out.b, parts = append(c.out.b, parts[0]...), parts[1:]
-		} else {
-			c.out.Err("not run: a command before it failed") // its handler panicked on the log
+	c.out.Array(5)
+	c.out.BulkString("slave")
+	c.out.BulkString(host)
+	c.out.Int(int64(port))
+	c.out.BulkString(state)
+	c.out.Int(int64(st.AppliedIndex))
+}
+
+// infoCluster is INFO's # Cluster section, which Redis Cluster clients
+// (redis-py's RedisCluster) read to know a node is in cluster mode.
+func (s *Server) infoCluster() [][2]string {
+	if s.cluster == nil {
+		return [][2]string{{"cluster_enabled", "0"}}
+	}
+	return [][2]string{{"cluster_enabled", "1"}}
+}
+
+// clusterReplication is INFO's # Replication section in a cluster: this
+// node's role and indices, its leader, and every voter with its lag.
+func (s *Server) clusterReplication() [][2]string {
+	st := s.cluster.Status()
+	role := "slave"
+	if st.Leader.ID == st.Self {
+		role = "master"
+	}
+	lines := [][2]string{
+		{"role", role},
+		{"raft_state", st.Role},
+		{"node_id", st.Self},
+		{"leader_id", st.Leader.ID},
+		{"leader_addr", st.Leader.Addr},
+		{"raft_term", utoa(st.Term)},
+		{"raft_commit_index", utoa(st.CommitIndex)},
+		{"raft_applied_index", utoa(st.AppliedIndex)},
+		{"raft_last_index", utoa(st.LastIndex)},
+		{"connected_slaves", itoa(int64(len(st.Followers())))},
+		{"master_repl_offset", utoa(st.AppliedIndex)},
+	}
+	for i, n := range st.Nodes {
+		lag := "unknown"
+		if n.Applied >= 0 {
+			lag = itoa(max(0, int64(st.CommitIndex)-n.Applied))
 		}
+		lines = append(lines, [2]string{"peer" + itoa(int64(i)),
+			"id=" + n.ID + ",addr=" + n.Addr + ",applied=" + itoa(n.Applied) + ",lag=" + lag})
 	}
-}
-
-// entry stamps e with the leader's clock and the reply's protocol.
-func (c *conn) entry(e Entry) Entry {
-	e.NowMs = time.Now().UnixMilli()
-	e.Proto = c.out.Proto()
-	if c.out.v != nil {
-		e.Proto = 0
-	}
-	return e
-}
-
-// propose sends e through the log and writes the reply its application
-// here gave.
-func (c *conn) propose(e Entry, check func() (bool, error)) {
-	r, err := c.srv.cluster.Propose(c.context(), c.entry(e), check)
-	switch {
-	case err != nil:
-		c.clusterError(nil, e.Cmds[0], err)
-	case r == nil:
-		c.out.NullArray() // a WATCHed key changed: EXEC runs nothing
-	default:
-		a := r.(applied)
-		if c.out.v != nil {
-			*c.out.v = *a.v
-		} else {
-			c.out.b = append(c.out.b, a.b...)
-		}
-	}
-}
-
-// clusterError answers a proposal or a read barrier that failed: a node
-// that no longer leads redirects; an entry whose fate is unknown (the
-// leader lost its majority while the entry was on its way) says so, and
-// is no error a client retries on its own.
-func (c *conn) clusterError(cmd *command, args [][]byte, err error) {
-	if errors.Is(err, ErrNotLeader) {
-		if cmd == nil {
-			cmd = lookup(c.srv.table, args[0])
-		}
-		addr, _ := c.srv.cluster.Leader()
-		c.redirect(cmd, args, addr)
-		return
-	}
-	c.out.Err("cluster: " + err.Error())
-}
-
-// redirect is a follower's answer: -MOVED to the leader, or
-// -CLUSTERDOWN while none is known.
-func (c *conn) redirect(cmd *command, args [][]byte, leader string) {
-	if leader == "" {
-		c.out.Error("CLUSTERDOWN", "no leader")
-		return
-	}
-	c.out.Error("MOVED", itoa(int64(commandSlot(cmd, args)))+" "+leader)
-}
-
-// context is what a proposal waits under: the request's in process, else
-// one that ends with the server.
-func (c *conn) context() context.Context {
-	if c.ctx != nil {
-		return c.ctx
-	}
-	return context.Background()
-}
-
-// commandSlot is the hash slot of a request's first key, as Redis Cluster
-// computes it; 0 for a command without a key.
-func commandSlot(cmd *command, args [][]byte) int {
-	if cmd == nil {
-		return 0
-	}
-	if cmd.Subcommands != nil && len(args) > 1 {
-		if sub := lookup(cmd.Subcommands, args[1]); sub != nil {
-			cmd = sub
-		}
-	}
-	if cmd.FirstKey <= 0 || cmd.FirstKey >= len(args) {
-		return 0
-	}
-	return KeySlot(args[cmd.FirstKey])
-}
-
-// KeySlot is Redis Cluster's hash slot of key: CRC16 (XMODEM) of the key,
-// or of its hash tag (the part between the first { and the next } when
-// not empty), mod 16384.
-func KeySlot(key []byte) int {
-	if i := strings.IndexByte(string(key), '{'); i >= 0 {
-		if j := strings.IndexByte(string(key[i+1:]), '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return int(crc16(key) & 16383)
-}
-
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, x := range b {
-		crc ^= uint16(x) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
+	return lines
 }

@@ -9,6 +9,12 @@ import (
 // Dispatch: a request's name is looked up in the command table, its arity
 // and the connection's role are checked here, once, and only then does the
 // handler run. Handlers never check either.
+//
+// A row runs by one of two paths. dispatch is a client's request (from a
+// socket, or Server.Do): inside MULTI it is queued, and in a cluster it is
+// routed (routing.go) before its handler runs. call is a row run for a
+// caller that has already done both for the whole it belongs to: an entry
+// of the log (Server.Apply), and a script's redis.call.
 
 // exec runs one request and counts it, by the row that answered and by
 // its reply's code word (see metrics.done), and returns when it ended. It
@@ -24,6 +30,13 @@ func (c *conn) exec(args [][]byte) (end time.Time) {
 	mark := c.out.Len()
 	c.srv.stats.commandsTotal.Add(1)
 	cmd := c.dispatch(args)
+	return c.counted(cmd, start, mark)
+}
+
+// counted counts a request that started at start and whose reply begins
+// at mark, by the row that answered (nil: none did) and by its reply's
+// code word, and returns when it ended.
+func (c *conn) counted(cmd *command, start time.Time, mark int) (end time.Time) {
 	reply := c.out.b[mark:]
 	if len(reply) > 0 && reply[0] == '-' {
 		c.srv.stats.errorReplies.Add(1)
@@ -55,12 +68,38 @@ func (c *conn) dispatch(args [][]byte) *command {
 		c.out.Status("QUEUED")
 	default:
 		c.lastCmd.Store(cmd)
-		if c.srv.cluster != nil && !c.applying && c.route(cmd, args) {
-			break // resp/cluster.go: redirected, or through the log
+		if c.srv.cluster != nil && c.route(cmd, args) {
+			break // routing.go: redirected, or through the log
 		}
 		cmd.Handler(c, args)
 	}
 	return cmd
+}
+
+// call runs the row args names on c, a caller (Server.caller), with the
+// same admission as dispatch (arity, and c's role: a script runs as its
+// caller's role, an entry of the log as admin) and the same count in the
+// metrics, but never queued in MULTI and never routed: whoever calls it
+// decided where the whole runs. Its reply is appended to what c recorded.
+// A handler that panics is answered as run answers it, and call reports
+// false: the caller should stop there.
+func (c *conn) call(args [][]byte) (ok bool) {
+	mark := c.out.Len()
+	defer func() {
+		if p := recover(); p != nil {
+			c.panicked(args, mark, p)
+			ok = false
+		}
+	}()
+	start := time.Now()
+	c.srv.stats.commandsTotal.Add(1)
+	cmd, admitted := c.admit(args)
+	if admitted {
+		c.lastCmd.Store(cmd)
+		cmd.Handler(c, args)
+	}
+	c.counted(cmd, start, mark)
+	return true
 }
 
 // admit finds a request's row and checks its arity and the connection's

@@ -5,37 +5,68 @@
 //
 // It is for turning bytes on a connection into calls on the keyspace
 // ([kv.Store]) and the lock module ([lockmod.Manager]) and their results into
-// Redis's replies. It is not where keys or leases are kept, and holds no
-// rule of either beyond parsing arguments: a handler parses, calls one
-// method, and spells the result. It does not open either: package tenure
-// opens them and hands them to New (see [Backends]); a program embeds the
-// store through package tenure, not through a [Server].
+// Redis's replies, and for deciding, from each command's row, where and how
+// a request runs: on this node or the leader, through a cluster's log or
+// not, in a read batch's pipeline or not. It is not where keys or leases
+// are kept, and holds no rule of either beyond parsing arguments: a handler
+// parses, calls one method, and spells the result. It is not where Raft
+// lives: package cluster keeps the log and hands each entry back to
+// [Server.Apply]. It does not open any of them: package tenure opens them
+// and hands them to New (see [Backends]); a program embeds the store
+// through package tenure, not through a [Server].
+//
+// # The command table
+//
+// Every fact about a command lives in its row (table.go): name, arity,
+// role, key positions, docs, and its effect, which says what it does to
+// the store (reads keys, writes keys, acts on the lock module, blocks, is
+// about this node only, runs a transaction's queue, or touches nothing).
+// Routing in a cluster, replication through the log, pipeline batching,
+// MULTI's lock rows and COMMAND INFO's flags are all derived from the
+// effect; no list of names is kept elsewhere. A row runs by one of two
+// paths (dispatch.go): dispatch, for a client's request, which queues it
+// inside MULTI and routes it in a cluster; and call, for a row run by a
+// caller that has already decided where the whole runs, on a socketless
+// conn (Server.caller) that records the replies: an entry of the log
+// (Server.Apply), and a script's redis.call, which should refuse rows with
+// effLocks (SPEC §13), and writes under EVAL_RO (command.writes), before
+// it calls.
 //
 // # Where things are
 //
-//	listener.go    Config, Backends, New, Serve, Shutdown: the listeners and their connections
-//	connloop.go    one connection: read a batch, run it, flush; the watcher of a blocked client
+//	lifecycle.go   Config, Backends, New, Serve, Shutdown: the Server, its listeners and connections
+//	conn.go        the conn type: read a batch, run it, flush; the watcher of a blocked client
 //	reader.go      RESP requests read with bounded buffers (SPEC §7)
-//	dispatch.go    lookup in the table, arity and role checked once
+//	table.go       the command table: name, arity, role, effect, flags, handler
+//	dispatch.go    lookup in the table, arity and role checked once; dispatch and call
+//	routing.go     a request in a cluster: -MOVED, a write through the log, a read barrier
+//	apply.go       an entry of the log applied through the table (Server.Apply)
+//	batch.go       a read batch's writes in one commit (kv.Pipeline)
+//	inprocess.go   a request run in process, its reply as Go values (Server.Do)
 //	replies.go     the reply encoder, RESP2 or RESP3 as the connection asked
 //	options.go     the option parser the handlers share
-//	table.go       the command table: name, arity, role, flags, handler
 //	connection.go  PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT
-//	server.go      COMMAND, CONFIG, DBSIZE, FLUSHALL, TIME, SHUTDOWN
+//	server.go      COMMAND, CONFIG, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE
 //	info.go        INFO, one function per section
 //	commanddocs.go COMMAND DOCS's argument lists
+//	cluster.go     CLUSTER, ROLE, INFO's cluster sections (SPEC §10)
 //	strings.go     GET, SET, INCR, APPEND, LCS, … (kv's strings)
 //	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.REVOKE
 //	users.go       the users file and its roles (SPEC §5)
+//	tls.go         --tls-cert and --tls-key
 //	metrics.go     the Prometheus metrics
 //
 // Adding a command is one row in table.go and one handler in its family's
-// file: dispatch checks arity and role, and a row is closed before AUTH
-// unless it says FlagNoAuth. A handler acts on the keyspace through
-// c.store, never the server's store directly: inside EXEC that is the
-// transaction's view, and the server's store would wait for the stripes
-// the transaction holds.
+// file: dispatch checks arity and role, the row's effect decides the rest
+// (TestEveryRowSaysWhatItDoes holds every row to one, and package
+// cluster's TestClusterEveryRowReplicatesItsWrites wants a representative
+// invocation of it), and a row is closed before AUTH unless it says
+// FlagNoAuth. A handler acts on the keyspace through c.store, never the
+// server's store directly: inside EXEC that is the transaction's view, and
+// the server's store would wait for the stripes the transaction holds. A
+// relative expiry counts from c.nowMs, never the wall clock: applying an
+// entry of the log, that is the leader's clock in the entry.
 package resp

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/tenure-db/tenure/kv"
 )
@@ -69,7 +68,7 @@ func expire(c *conn, args [][]byte, name string) {
 		return
 	}
 	// Only overflow is refused: by the unit, or by adding the base time.
-	at, ok := expiryAt(n, name == "expire" || name == "expireat", name == "expire" || name == "pexpire")
+	at, ok := expiryAt(n, name == "expire" || name == "expireat", name == "expire" || name == "pexpire", c.nowMs())
 	if !ok {
 		c.out.Err("invalid expire time in '" + name + "' command")
 		return
@@ -83,9 +82,10 @@ func expire(c *conn, args [][]byte, name string) {
 }
 
 // expiryAt turns an expiry time as a command gives it, in seconds or
-// milliseconds, relative to now or absolute, into unix milliseconds. It is
-// false when that overflows: Redis's "invalid expire time".
-func expiryAt(n int64, seconds, relative bool) (int64, bool) {
+// milliseconds, relative to now (unix ms) or absolute, into unix
+// milliseconds. It is false when that overflows: Redis's "invalid expire
+// time".
+func expiryAt(n int64, seconds, relative bool, now int64) (int64, bool) {
 	if seconds {
 		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
 			return 0, false
@@ -93,7 +93,6 @@ func expiryAt(n int64, seconds, relative bool) (int64, bool) {
 		n *= 1000
 	}
 	if relative {
-		now := time.Now().UnixMilli()
 		if n > math.MaxInt64-now {
 			return 0, false
 		}

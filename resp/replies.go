@@ -21,7 +21,7 @@ type reply struct {
 	b     []byte
 	resp3 bool // set by HELLO 3, cleared by HELLO 2 and RESET
 	// v, when not nil, takes the replies as Go values instead of bytes,
-	// in RESP2's shapes (a command run in process, see local.go). The
+	// in RESP2's shapes (a command run in process, see inprocess.go). The
 	// RESP paths pay one nil check per reply for it.
 	v *values
 }

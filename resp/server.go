@@ -188,23 +188,7 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	c.out.Array(10)
 	c.out.BulkString(cmd.Name)
 	c.out.Int(int64(cmd.Arity))
-	var flags []string
-	switch cmd.Role {
-	case RoleRead:
-		flags = append(flags, "readonly")
-	case RoleWrite:
-		flags = append(flags, "write")
-	case RoleAdmin:
-		flags = append(flags, "admin")
-	}
-	for _, f := range []struct {
-		flag commandFlags
-		name string
-	}{{FlagNoAuth, "noauth"}, {FlagBlocking, "blocking"}, {FlagFast, "fast"}, {FlagNoMulti, "no_multi"}} {
-		if cmd.Flags&f.flag != 0 {
-			flags = append(flags, f.name)
-		}
-	}
+	flags := commandInfoFlags(cmd)
 	c.out.Set(len(flags))
 	for _, f := range flags {
 		c.out.Status(f)
@@ -224,6 +208,39 @@ func (c *conn) writeCommandInfo(cmd *command) {
 	for _, s := range subs {
 		c.writeCommandInfo(cmd.Subcommands[s])
 	}
+}
+
+// commandInfoFlags are COMMAND INFO's flags of a row. Whether it writes
+// and the role it needs are different facts, each from its own field:
+// "write" when the row changes the store (its Effect), "readonly" when it
+// does not and needs no more than the write role, "admin" when it needs
+// the admin role (FLUSHALL: write and admin; CONFIG SET: admin).
+func commandInfoFlags(cmd *command) []string {
+	var flags []string
+	switch {
+	case cmd.writes():
+		flags = append(flags, "write")
+	case cmd.Role < RoleAdmin:
+		flags = append(flags, "readonly")
+	}
+	if cmd.Role == RoleAdmin {
+		flags = append(flags, "admin")
+	}
+	if cmd.Flags&FlagNoAuth != 0 {
+		flags = append(flags, "noauth")
+	}
+	if cmd.Effect&effBlock != 0 {
+		flags = append(flags, "blocking")
+	}
+	for _, f := range []struct {
+		flag commandFlags
+		name string
+	}{{FlagFast, "fast"}, {FlagNoMulti, "no_multi"}} {
+		if cmd.Flags&f.flag != 0 {
+			flags = append(flags, f.name)
+		}
+	}
+	return flags
 }
 
 func (s *Server) commandNames() []string { return sortedNames(s.table) }
@@ -523,14 +540,14 @@ func commandOf(table map[string]*command, req [][]byte) (*command, [][]byte, str
 }
 
 // keySpecFlags are the flags of a row's one key spec, coarsely from its
-// role: a read role only reads its keys, a write role updates them. Redis
-// tells finer kinds apart (DEL's keys are "RM delete", SET's "RW access
-// update"); cluster clients read only where the keys are.
+// effect: a row that writes updates its keys, any other only reads them.
+// Redis tells finer kinds apart (DEL's keys are "RM delete", SET's "RW
+// access update"); cluster clients read only where the keys are.
 func keySpecFlags(cmd *command) []string {
-	if cmd.Role == RoleRead {
-		return []string{"RO", "access"}
+	if cmd.writes() {
+		return []string{"RW", "update"}
 	}
-	return []string{"RW", "update"}
+	return []string{"RO", "access"}
 }
 
 // writeKeySpecs writes COMMAND INFO's key specs of a row: one spec, an

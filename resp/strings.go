@@ -35,8 +35,9 @@ func (c *conn) storeError(err error) {
 }
 
 // expiryArg turns an EX/PX/EXAT/PXAT argument into an absolute unix ms
-// time, with Redis's checks and texts (getExpireMillisecondsOrReply).
-func expiryArg(unit string, arg []byte, cmd string) (int64, string) {
+// time, EX and PX counted from now (conn.nowMs), with Redis's checks and
+// texts (getExpireMillisecondsOrReply).
+func expiryArg(unit string, arg []byte, cmd string, now int64) (int64, string) {
 	n, ok := parseInt(arg)
 	if !ok {
 		return 0, errNotInteger
@@ -45,7 +46,7 @@ func expiryArg(unit string, arg []byte, cmd string) (int64, string) {
 	if n <= 0 {
 		return 0, invalid
 	}
-	at, ok := expiryAt(n, unit == "ex" || unit == "exat", unit == "ex" || unit == "px")
+	at, ok := expiryAt(n, unit == "ex" || unit == "exat", unit == "ex" || unit == "px", now)
 	if !ok {
 		return 0, invalid
 	}
@@ -98,8 +99,9 @@ func (e *expiryOpts) options(set bool) []opt {
 	}})
 }
 
-// expiry checks the value and returns the kv form, or Redis's error text.
-func (e *expiryOpts) expiry(cmd string) (kv.Expiry, string) {
+// expiry checks the value and returns the kv form, or Redis's error text;
+// a relative one counts from now (conn.nowMs).
+func (e *expiryOpts) expiry(cmd string, now int64) (kv.Expiry, string) {
 	switch {
 	case e.keepTTL:
 		return kv.Expiry{Mode: kv.ExpiryKeep}, ""
@@ -108,7 +110,7 @@ func (e *expiryOpts) expiry(cmd string) (kv.Expiry, string) {
 	case e.unit == "":
 		return kv.Expiry{}, ""
 	}
-	at, msg := expiryArg(e.unit, e.value, cmd)
+	at, msg := expiryArg(e.unit, e.value, cmd, now)
 	if msg != "" {
 		return kv.Expiry{}, msg
 	}
@@ -171,7 +173,7 @@ func cmdSet(c *conn, args [][]byte) {
 		c.out.Err(msg)
 		return
 	}
-	e, msg := exp.expiry("set")
+	e, msg := exp.expiry("set", c.nowMs())
 	if msg != "" {
 		c.out.Err(msg)
 		return
@@ -218,7 +220,7 @@ func cmdSetEX(c *conn, args [][]byte)  { setWithExpiry(c, args, "ex", "setex") }
 func cmdPSetEX(c *conn, args [][]byte) { setWithExpiry(c, args, "px", "psetex") }
 
 func setWithExpiry(c *conn, args [][]byte, unit, name string) {
-	at, msg := expiryArg(unit, args[2], name)
+	at, msg := expiryArg(unit, args[2], name, c.nowMs())
 	if msg != "" {
 		c.out.Err(msg)
 		return
@@ -257,7 +259,7 @@ func cmdGetEx(c *conn, args [][]byte) {
 		c.out.Err(msg)
 		return
 	}
-	e, msg := exp.expiry("getex")
+	e, msg := exp.expiry("getex", c.nowMs())
 	if msg != "" {
 		_, ok, err := c.store.Get(args[1])
 		switch {

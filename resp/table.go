@@ -28,29 +28,85 @@ func (r Role) String() string {
 	return "none"
 }
 
-// commandFlags describe a command for COMMAND INFO and for dispatch.
+// effect is what a command does to the store: the fact of its row from
+// which everything that depends on it is derived, so that a new row (a
+// new family) is routed, replicated, batched and described by what it
+// says here and nowhere else:
+//
+//   - in a cluster (routing.go), an effLocal row is answered by whichever
+//     node gets it; any other by the leader alone (-MOVED elsewhere). There
+//     an effWrite row goes through the log (replicated), an effRead row
+//     runs once the leader has confirmed it leads (a read barrier), an
+//     effLocks row once its epoch is applied, and an effQueue row (EXEC)
+//     proposes its queue, whose rows decide for themselves (MULTI's lock
+//     rows run on the leader's lock module, the others go in one entry);
+//   - an effBatch row runs on a read batch's pipeline (batch.go);
+//   - COMMAND INFO says "write" for an effWrite row, "blocking" for an
+//     effBlock one; its key specs say RW for the keys of an effWrite row.
+//
+// A row says effRead or effWrite (not both: a write that reads, INCR,
+// is a write), with effLocks when what it reads or writes is the lock
+// module's rather than the keyspace's; or effLocal, effQueue or effNone
+// alone. TestEveryRowSaysWhatItDoes holds every row to that.
+type effect uint16
+
+const (
+	effRead  effect = 1 << iota // reads keys (with effLocks: the lock table) and changes none
+	effWrite                    // changes keys (with effLocks: leases and lines), reading them or not
+	// effLocks: it acts on the lock module, whose leases stay in the
+	// leader's memory and are never replicated (SPEC §10).
+	effLocks
+	effBlock // may block its connection until it is answered (LOCK.HOLD)
+	// effBatch: a point read or write of named keys that kv may run on a
+	// read batch's pipeline (kv.Pipeline): its writes may share the commit
+	// of the requests around it.
+	effBatch
+	// effQueue: it runs its transaction's queued requests (EXEC); what it
+	// does to the store is what they do, each by its own row.
+	effQueue
+	// effLocal: it is about this node or this connection (PING, HELLO,
+	// AUTH, INFO, ROLE, COMMAND, CLIENT, CLUSTER), so any node of a
+	// cluster answers it (SPEC §10). Such a row must not change keys.
+	effLocal
+	// effNone: it touches neither keys nor locks (ECHO, SELECT, MULTI,
+	// CONFIG, TIME), yet in a cluster it is the leader's to answer, as
+	// SPEC §10 has every row that is not effLocal.
+	effNone
+)
+
+// writes says the row changes the store (keys, or leases with effLocks).
+func (c *command) writes() bool { return c.Effect&effWrite != 0 }
+
+// replicated says the row goes through a cluster's log: it writes keys.
+// The lock module's writes never do: leases live on the leader alone.
+func (c *command) replicated() bool { return c.Effect&(effWrite|effLocks) == effWrite }
+
+// readsKeys says a cluster's leader must confirm it leads before the row
+// reads its own keyspace (a linearizable read, SPEC §10).
+func (c *command) readsKeys() bool { return c.Effect&(effRead|effLocks) == effRead }
+
+// commandFlags are the rest of a row's facts, about the connection and
+// MULTI rather than the store, shown by COMMAND INFO.
 type commandFlags uint16
 
 const (
-	FlagNoAuth   commandFlags = 1 << iota // may run before authentication
-	FlagBlocking                          // may block its connection (LOCK.HOLD)
-	FlagFast                              // O(1) or O(log N)
-	FlagLoading                           // allowed while loading
+	FlagNoAuth  commandFlags = 1 << iota // may run before authentication
+	FlagFast                             // O(1) or O(log N)
+	FlagLoading                          // allowed while loading
 	FlagStale
 	FlagNotQueued // runs at once inside MULTI instead of being queued (EXEC, DISCARD, QUIT, …)
 	FlagNoMulti   // refused inside MULTI, discarding the transaction (SHUTDOWN)
-	// flagBatched: its writes may share the commit of its connection's
-	// read batch (batch.go). Never shown by COMMAND.
-	flagBatched
 )
 
 // command is one row of the command table, as in Redis's commands/*.json:
-// arity and role are checked once, in dispatch, never in handlers.
+// arity and role are checked once, in dispatch, never in handlers; what
+// the command does to the store is its Effect, and only there.
 type command struct {
-	Name  string // lowercase; "client|list" for a subcommand
-	Arity int    // exact when positive, a minimum when negative; counts the name
-	Role  Role   // the least role that may run it
-	Flags commandFlags
+	Name   string // lowercase; "client|list" for a subcommand
+	Arity  int    // exact when positive, a minimum when negative; counts the name
+	Role   Role   // the least role that may run it
+	Effect effect // what it does to the store; never zero
+	Flags  commandFlags
 	// FirstKey, LastKey and Step locate key arguments, for COMMAND INFO.
 	FirstKey, LastKey, Step int
 	Handler                 func(c *conn, args [][]byte)
@@ -58,7 +114,8 @@ type command struct {
 	Subcommands map[string]*command
 	Summary     string
 	// Group is the family COMMAND DOCS names ("connection", "string", …),
-	// the section of commandTable the row is added in.
+	// the section of commandTable the row is added in: a label for the
+	// docs, which decides nothing (Effect does).
 	Group string
 
 	// For COMMAND DOCS, so that redis-cli shows hints: the version that
@@ -119,23 +176,24 @@ func keys(first, last, step int) func(*command) {
 }
 
 // commandTable builds the table. Adding a command touches this list and
-// the handler's file, nothing else.
+// the handler's file, nothing else: its row says what it does to the store
+// (effect), and routing, replication, batching and COMMAND INFO follow.
 func commandTable() map[string]*command {
 	t := map[string]*command{}
 	var group string // the family of the rows that follow
-	add := func(name string, arity int, role Role, flags commandFlags, h func(*conn, [][]byte), summary string, opts ...func(*command)) *command {
-		c := &command{Name: name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary, Group: group}
+	add := func(name string, arity int, role Role, e effect, flags commandFlags, h func(*conn, [][]byte), summary string, opts ...func(*command)) *command {
+		c := &command{Name: name, Arity: arity, Role: role, Effect: e, Flags: flags, Handler: h, Summary: summary, Group: group}
 		for _, o := range opts {
 			o(c)
 		}
 		t[name] = c
 		return c
 	}
-	sub := func(parent *command, name string, arity int, role Role, flags commandFlags, h func(*conn, [][]byte), summary string, opts ...func(*command)) {
+	sub := func(parent *command, name string, arity int, role Role, e effect, flags commandFlags, h func(*conn, [][]byte), summary string, opts ...func(*command)) {
 		if parent.Subcommands == nil {
 			parent.Subcommands = map[string]*command{}
 		}
-		c := &command{Name: parent.Name + "|" + name, Arity: arity, Role: role, Flags: flags, Handler: h, Summary: summary, Group: parent.Group}
+		c := &command{Name: parent.Name + "|" + name, Arity: arity, Role: role, Effect: e, Flags: flags, Handler: h, Summary: summary, Group: parent.Group}
 		for _, o := range opts {
 			o(c)
 		}
@@ -144,155 +202,155 @@ func commandTable() map[string]*command {
 
 	// connection: resp/connection.go
 	group = "connection"
-	add("ping", -1, RoleRead, FlagNoAuth|FlagFast, cmdPing, "Returns the server's liveliness response.")
-	add("echo", 2, RoleRead, FlagFast, cmdEcho, "Returns the given string.")
-	add("hello", -1, RoleRead, FlagNoAuth|FlagFast, cmdHello, "Handshakes with the server (protocol 2 only).")
-	add("auth", -2, RoleRead, FlagNoAuth|FlagFast, cmdAuth, "Authenticates the connection.")
-	add("quit", -1, RoleRead, FlagNoAuth|FlagFast|FlagNotQueued, cmdQuit, "Closes the connection.")
-	add("select", 2, RoleRead, FlagFast, cmdSelect, "Changes the selected database (0 only).")
+	add("ping", -1, RoleRead, effLocal, FlagNoAuth|FlagFast, cmdPing, "Returns the server's liveliness response.")
+	add("echo", 2, RoleRead, effNone, FlagFast, cmdEcho, "Returns the given string.")
+	add("hello", -1, RoleRead, effLocal, FlagNoAuth|FlagFast, cmdHello, "Handshakes with the server (protocol 2 only).")
+	add("auth", -2, RoleRead, effLocal, FlagNoAuth|FlagFast, cmdAuth, "Authenticates the connection.")
+	add("quit", -1, RoleRead, effLocal, FlagNoAuth|FlagFast|FlagNotQueued, cmdQuit, "Closes the connection.")
+	add("select", 2, RoleRead, effNone, FlagFast, cmdSelect, "Changes the selected database (0 only).")
 	// Redis lets RESET run before AUTH; SPEC §5 allows only AUTH, HELLO,
 	// PING and QUIT there, so it does not here.
-	add("reset", 1, RoleRead, FlagFast|FlagNotQueued, cmdReset, "Resets the connection.")
-	client := add("client", -2, RoleRead, 0, nil, "A container for client connection commands.")
-	sub(client, "id", 2, RoleRead, FlagFast, cmdClientID, "Returns the unique client ID of the connection.")
-	sub(client, "setname", 3, RoleRead, FlagFast, cmdClientSetName, "Sets the connection name.")
-	sub(client, "getname", 2, RoleRead, FlagFast, cmdClientGetName, "Returns the name of the connection.")
-	sub(client, "setinfo", 4, RoleRead, FlagFast, cmdClientSetInfo, "Sets information specific to the client or connection.")
-	sub(client, "info", 2, RoleRead, 0, cmdClientInfo, "Returns information about the connection.")
-	sub(client, "list", -2, RoleAdmin, 0, cmdClientList, "Lists open connections.")
-	sub(client, "kill", -3, RoleAdmin, 0, cmdClientKill, "Terminates open connections.")
-	sub(client, "help", 2, RoleRead, 0, cmdClientHelp, "Returns helpful text about the different subcommands.")
-	sub(client, "no-evict", 3, RoleAdmin, 0, cmdClientNoEvict, "Sets the client eviction mode of the connection.",
+	add("reset", 1, RoleRead, effNone, FlagFast|FlagNotQueued, cmdReset, "Resets the connection.")
+	client := add("client", -2, RoleRead, effLocal, 0, nil, "A container for client connection commands.")
+	sub(client, "id", 2, RoleRead, effLocal, FlagFast, cmdClientID, "Returns the unique client ID of the connection.")
+	sub(client, "setname", 3, RoleRead, effLocal, FlagFast, cmdClientSetName, "Sets the connection name.")
+	sub(client, "getname", 2, RoleRead, effLocal, FlagFast, cmdClientGetName, "Returns the name of the connection.")
+	sub(client, "setinfo", 4, RoleRead, effLocal, FlagFast, cmdClientSetInfo, "Sets information specific to the client or connection.")
+	sub(client, "info", 2, RoleRead, effLocal, 0, cmdClientInfo, "Returns information about the connection.")
+	sub(client, "list", -2, RoleAdmin, effLocal, 0, cmdClientList, "Lists open connections.")
+	sub(client, "kill", -3, RoleAdmin, effLocal, 0, cmdClientKill, "Terminates open connections.")
+	sub(client, "help", 2, RoleRead, effLocal, 0, cmdClientHelp, "Returns helpful text about the different subcommands.")
+	sub(client, "no-evict", 3, RoleAdmin, effLocal, 0, cmdClientNoEvict, "Sets the client eviction mode of the connection.",
 		docs("7.0.0", "O(1)", argOneOf("enabled", false, argWord("ON"), argWord("OFF"))))
-	sub(client, "no-touch", 3, RoleRead, FlagFast, cmdClientNoTouch, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+	sub(client, "no-touch", 3, RoleRead, effLocal, FlagFast, cmdClientNoTouch, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
 		docs("7.2.0", "O(1)", argOneOf("enabled", false, argWord("ON"), argWord("OFF"))))
 
 	// server: resp/server.go, resp/info.go
 	group = "server"
-	add("info", -1, RoleRead, 0, cmdInfo, "Returns information and statistics about the server.")
-	command := add("command", -1, RoleRead, 0, cmdCommand, "Returns detailed information about all commands.")
-	sub(command, "count", 2, RoleRead, 0, cmdCommandCount, "Returns a count of commands.")
-	sub(command, "info", -2, RoleRead, 0, cmdCommandInfo, "Returns information about one, multiple or all commands.")
-	sub(command, "docs", -2, RoleRead, 0, cmdCommandDocs, "Returns documentary information about one, multiple or all commands.")
-	sub(command, "list", -2, RoleRead, 0, cmdCommandList, "Returns a list of command names.")
-	sub(command, "help", 2, RoleRead, 0, cmdCommandHelp, "Returns helpful text about the different subcommands.")
-	sub(command, "getkeys", -4, RoleRead, 0, cmdCommandGetKeys, "Extracts the key names from an arbitrary command.",
+	add("info", -1, RoleRead, effLocal, 0, cmdInfo, "Returns information and statistics about the server.")
+	command := add("command", -1, RoleRead, effLocal, 0, cmdCommand, "Returns detailed information about all commands.")
+	sub(command, "count", 2, RoleRead, effLocal, 0, cmdCommandCount, "Returns a count of commands.")
+	sub(command, "info", -2, RoleRead, effLocal, 0, cmdCommandInfo, "Returns information about one, multiple or all commands.")
+	sub(command, "docs", -2, RoleRead, effLocal, 0, cmdCommandDocs, "Returns documentary information about one, multiple or all commands.")
+	sub(command, "list", -2, RoleRead, effLocal, 0, cmdCommandList, "Returns a list of command names.")
+	sub(command, "help", 2, RoleRead, effLocal, 0, cmdCommandHelp, "Returns helpful text about the different subcommands.")
+	sub(command, "getkeys", -4, RoleRead, effLocal, 0, cmdCommandGetKeys, "Extracts the key names from an arbitrary command.",
 		docs("2.8.13", "O(N) where N is the number of arguments to the command", argString("command"), arg{Name: "arg", Type: "string", Optional: true, Multiple: true}))
-	sub(command, "getkeysandflags", -4, RoleRead, 0, cmdCommandGetKeysAndFlags, "Extracts the key names and access flags for an arbitrary command.",
+	sub(command, "getkeysandflags", -4, RoleRead, effLocal, 0, cmdCommandGetKeysAndFlags, "Extracts the key names and access flags for an arbitrary command.",
 		docs("7.0.0", "O(N) where N is the number of arguments to the command", argString("command"), arg{Name: "arg", Type: "string", Optional: true, Multiple: true}))
-	config := add("config", -2, RoleRead, 0, nil, "A container for server configuration commands.")
-	sub(config, "get", -3, RoleRead, 0, cmdConfigGet, "Returns the effective values of configuration parameters.")
-	sub(config, "set", -4, RoleAdmin, 0, cmdConfigSet, "Sets configuration parameters in-flight.")
-	sub(config, "resetstat", 2, RoleAdmin, 0, cmdConfigResetStat, "Resets the server's statistics.")
-	sub(config, "help", 2, RoleRead, 0, cmdConfigHelp, "Returns helpful text about the different subcommands.")
-	add("dbsize", 1, RoleRead, FlagFast, cmdDBSize, "Returns the number of keys in the database.")
-	add("flushdb", -1, RoleAdmin, 0, cmdFlushAll, "Removes all keys from the current database.")
-	add("flushall", -1, RoleAdmin, 0, cmdFlushAll, "Removes all keys from all databases.")
-	add("time", 1, RoleRead, FlagFast, cmdTime, "Returns the server time.")
-	add("shutdown", -1, RoleAdmin, FlagNoMulti, cmdShutdown, "Stops the server cleanly.")
-	add("lastsave", 1, RoleRead, FlagFast, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
+	config := add("config", -2, RoleRead, effNone, 0, nil, "A container for server configuration commands.")
+	sub(config, "get", -3, RoleRead, effNone, 0, cmdConfigGet, "Returns the effective values of configuration parameters.")
+	sub(config, "set", -4, RoleAdmin, effNone, 0, cmdConfigSet, "Sets configuration parameters in-flight.")
+	sub(config, "resetstat", 2, RoleAdmin, effNone, 0, cmdConfigResetStat, "Resets the server's statistics.")
+	sub(config, "help", 2, RoleRead, effNone, 0, cmdConfigHelp, "Returns helpful text about the different subcommands.")
+	add("dbsize", 1, RoleRead, effRead, FlagFast, cmdDBSize, "Returns the number of keys in the database.")
+	add("flushdb", -1, RoleAdmin, effWrite, 0, cmdFlushAll, "Removes all keys from the current database.")
+	add("flushall", -1, RoleAdmin, effWrite, 0, cmdFlushAll, "Removes all keys from all databases.")
+	add("time", 1, RoleRead, effNone, FlagFast, cmdTime, "Returns the server time.")
+	add("shutdown", -1, RoleAdmin, effNone, FlagNoMulti, cmdShutdown, "Stops the server cleanly.")
+	add("lastsave", 1, RoleRead, effNone, FlagFast, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
 		docs("1.0.0", "O(1)"))
 
-	// cluster: resp/clustercmds.go (SPEC §10)
-	add("role", 1, RoleRead, FlagFast, cmdRole, "Returns the replication role.", docs("2.8.12", "O(1)"))
-	cluster := add("cluster", -2, RoleRead, 0, nil, "A container for Redis Cluster commands.")
-	sub(cluster, "info", 2, RoleRead, 0, clusterOnly(cmdClusterInfo), "Returns information about the state of a node.")
-	sub(cluster, "slots", 2, RoleRead, 0, clusterOnly(cmdClusterSlots), "Returns the mapping of cluster slots to nodes.")
-	sub(cluster, "shards", 2, RoleRead, 0, clusterOnly(cmdClusterShards), "Returns the mapping of cluster slots to shards.")
-	sub(cluster, "nodes", 2, RoleRead, 0, clusterOnly(cmdClusterNodes), "Returns the cluster configuration for a node.")
-	sub(cluster, "myid", 2, RoleRead, 0, clusterOnly(cmdClusterMyID), "Returns the ID of a node.")
-	sub(cluster, "keyslot", 3, RoleRead, 0, clusterOnly(cmdClusterKeySlot), "Returns the hash slot for a key.")
-	sub(cluster, "meet", -4, RoleAdmin, 0, clusterOnly(cmdClusterMeet), "Adds the node at host port to the cluster as a voter.")
-	sub(cluster, "forget", 3, RoleAdmin, 0, clusterOnly(cmdClusterForget), "Removes a node from the cluster.")
-	sub(cluster, "help", 2, RoleRead, 0, cmdClusterHelp, "Returns helpful text about the different subcommands.")
+	// cluster: resp/cluster.go (SPEC §10)
+	add("role", 1, RoleRead, effLocal, FlagFast, cmdRole, "Returns the replication role.", docs("2.8.12", "O(1)"))
+	cluster := add("cluster", -2, RoleRead, effLocal, 0, nil, "A container for Redis Cluster commands.")
+	sub(cluster, "info", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterInfo), "Returns information about the state of a node.")
+	sub(cluster, "slots", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterSlots), "Returns the mapping of cluster slots to nodes.")
+	sub(cluster, "shards", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterShards), "Returns the mapping of cluster slots to shards.")
+	sub(cluster, "nodes", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterNodes), "Returns the cluster configuration for a node.")
+	sub(cluster, "myid", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterMyID), "Returns the ID of a node.")
+	sub(cluster, "keyslot", 3, RoleRead, effLocal, 0, clusterOnly(cmdClusterKeySlot), "Returns the hash slot for a key.")
+	sub(cluster, "meet", -4, RoleAdmin, effLocal, 0, clusterOnly(cmdClusterMeet), "Adds the node at host port to the cluster as a voter.")
+	sub(cluster, "forget", 3, RoleAdmin, effLocal, 0, clusterOnly(cmdClusterForget), "Removes a node from the cluster.")
+	sub(cluster, "help", 2, RoleRead, effLocal, 0, cmdClusterHelp, "Returns helpful text about the different subcommands.")
 
 	// strings: resp/strings.go
 	group = "string"
-	add("get", 2, RoleRead, FlagFast, cmdGet, "Returns the string value of a key.", keys(1, 1, 1))
-	add("set", -3, RoleWrite, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1))
-	add("setnx", 3, RoleWrite, FlagFast, cmdSetNX, "Set the string value of a key only when the key doesn't exist.", keys(1, 1, 1))
-	add("setex", 4, RoleWrite, 0, cmdSetEX, "Sets the string value and expiration time of a key.", keys(1, 1, 1))
-	add("psetex", 4, RoleWrite, 0, cmdPSetEX, "Sets both string value and expiration time in milliseconds of a key.", keys(1, 1, 1))
-	add("getset", 3, RoleWrite, FlagFast, cmdGetSet, "Returns the previous string value of a key after setting it to a new value.", keys(1, 1, 1))
-	add("getdel", 2, RoleWrite, FlagFast, cmdGetDel, "Returns the string value of a key after deleting the key.", keys(1, 1, 1))
-	add("getex", -2, RoleWrite, FlagFast, cmdGetEx, "Returns the string value of a key after setting its expiration time.", keys(1, 1, 1))
-	add("mget", -2, RoleRead, FlagFast, cmdMGet, "Atomically returns the string values of one or more keys.", keys(1, -1, 1))
-	add("mset", -3, RoleWrite, 0, cmdMSet, "Atomically creates or modifies the string values of one or more keys.", keys(1, -1, 2))
-	add("msetnx", -3, RoleWrite, 0, cmdMSetNX, "Atomically modifies the string values of one or more keys only when all keys don't exist.", keys(1, -1, 2))
-	add("incr", 2, RoleWrite, FlagFast, cmdIncr, "Increments the integer value of a key by one.", keys(1, 1, 1))
-	add("decr", 2, RoleWrite, FlagFast, cmdDecr, "Decrements the integer value of a key by one.", keys(1, 1, 1))
-	add("incrby", 3, RoleWrite, FlagFast, cmdIncrBy, "Increments the integer value of a key by a number.", keys(1, 1, 1))
-	add("decrby", 3, RoleWrite, FlagFast, cmdDecrBy, "Decrements a number from the integer value of a key.", keys(1, 1, 1))
-	add("incrbyfloat", 3, RoleWrite, FlagFast, cmdIncrByFloat, "Increment the floating point value of a key by a number.", keys(1, 1, 1))
-	add("append", 3, RoleWrite, FlagFast, cmdAppend, "Appends a string to the value of a key.", keys(1, 1, 1))
-	add("strlen", 2, RoleRead, FlagFast, cmdStrLen, "Returns the length of a string value.", keys(1, 1, 1))
-	add("getrange", 4, RoleRead, 0, cmdGetRange, "Returns a substring of the string stored at a key.", keys(1, 1, 1))
-	add("setrange", 4, RoleWrite, 0, cmdSetRange, "Overwrites a part of a string value with another by an offset.", keys(1, 1, 1))
-	add("substr", 4, RoleRead, 0, cmdGetRange, "Returns a substring from a string value.", keys(1, 1, 1),
+	add("get", 2, RoleRead, effRead|effBatch, FlagFast, cmdGet, "Returns the string value of a key.", keys(1, 1, 1))
+	add("set", -3, RoleWrite, effWrite|effBatch, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1))
+	add("setnx", 3, RoleWrite, effWrite|effBatch, FlagFast, cmdSetNX, "Set the string value of a key only when the key doesn't exist.", keys(1, 1, 1))
+	add("setex", 4, RoleWrite, effWrite, 0, cmdSetEX, "Sets the string value and expiration time of a key.", keys(1, 1, 1))
+	add("psetex", 4, RoleWrite, effWrite, 0, cmdPSetEX, "Sets both string value and expiration time in milliseconds of a key.", keys(1, 1, 1))
+	add("getset", 3, RoleWrite, effWrite|effBatch, FlagFast, cmdGetSet, "Returns the previous string value of a key after setting it to a new value.", keys(1, 1, 1))
+	add("getdel", 2, RoleWrite, effWrite|effBatch, FlagFast, cmdGetDel, "Returns the string value of a key after deleting the key.", keys(1, 1, 1))
+	add("getex", -2, RoleWrite, effWrite, FlagFast, cmdGetEx, "Returns the string value of a key after setting its expiration time.", keys(1, 1, 1))
+	add("mget", -2, RoleRead, effRead|effBatch, FlagFast, cmdMGet, "Atomically returns the string values of one or more keys.", keys(1, -1, 1))
+	add("mset", -3, RoleWrite, effWrite|effBatch, 0, cmdMSet, "Atomically creates or modifies the string values of one or more keys.", keys(1, -1, 2))
+	add("msetnx", -3, RoleWrite, effWrite, 0, cmdMSetNX, "Atomically modifies the string values of one or more keys only when all keys don't exist.", keys(1, -1, 2))
+	add("incr", 2, RoleWrite, effWrite|effBatch, FlagFast, cmdIncr, "Increments the integer value of a key by one.", keys(1, 1, 1))
+	add("decr", 2, RoleWrite, effWrite|effBatch, FlagFast, cmdDecr, "Decrements the integer value of a key by one.", keys(1, 1, 1))
+	add("incrby", 3, RoleWrite, effWrite|effBatch, FlagFast, cmdIncrBy, "Increments the integer value of a key by a number.", keys(1, 1, 1))
+	add("decrby", 3, RoleWrite, effWrite|effBatch, FlagFast, cmdDecrBy, "Decrements a number from the integer value of a key.", keys(1, 1, 1))
+	add("incrbyfloat", 3, RoleWrite, effWrite, FlagFast, cmdIncrByFloat, "Increment the floating point value of a key by a number.", keys(1, 1, 1))
+	add("append", 3, RoleWrite, effWrite|effBatch, FlagFast, cmdAppend, "Appends a string to the value of a key.", keys(1, 1, 1))
+	add("strlen", 2, RoleRead, effRead|effBatch, FlagFast, cmdStrLen, "Returns the length of a string value.", keys(1, 1, 1))
+	add("getrange", 4, RoleRead, effRead, 0, cmdGetRange, "Returns a substring of the string stored at a key.", keys(1, 1, 1))
+	add("setrange", 4, RoleWrite, effWrite, 0, cmdSetRange, "Overwrites a part of a string value with another by an offset.", keys(1, 1, 1))
+	add("substr", 4, RoleRead, effRead, 0, cmdGetRange, "Returns a substring from a string value.", keys(1, 1, 1),
 		docs("1.0.0", "O(N) where N is the length of the returned string.", argKey("key"), argInt("start"), argInt("end")))
-	add("lcs", -3, RoleRead, 0, cmdLCS, "Finds the longest common substring.", keys(1, 2, 1),
+	add("lcs", -3, RoleRead, effRead, 0, cmdLCS, "Finds the longest common substring.", keys(1, 2, 1),
 		docs("7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively",
 			argKey("key1"), argKey("key2"), argToken("LEN"), argToken("IDX"),
 			arg{Name: "min-match-len", Type: "integer", Token: "MINMATCHLEN", Optional: true}, argToken("WITHMATCHLEN")))
 	group = "bitmap"
-	add("setbit", 4, RoleWrite, 0, cmdSetBit, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", keys(1, 1, 1),
+	add("setbit", 4, RoleWrite, effWrite, 0, cmdSetBit, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", keys(1, 1, 1),
 		docs("2.2.0", "O(1)", argKey("key"), argInt("offset"), argInt("value")))
-	add("getbit", 3, RoleRead, FlagFast, cmdGetBit, "Returns a bit value by offset.", keys(1, 1, 1),
+	add("getbit", 3, RoleRead, effRead, FlagFast, cmdGetBit, "Returns a bit value by offset.", keys(1, 1, 1),
 		docs("2.2.0", "O(1)", argKey("key"), argInt("offset")))
-	add("bitcount", -2, RoleRead, 0, cmdBitCount, "Counts the number of set bits (population counting) in a string.", keys(1, 1, 1),
+	add("bitcount", -2, RoleRead, effRead, 0, cmdBitCount, "Counts the number of set bits (population counting) in a string.", keys(1, 1, 1),
 		docs("2.6.0", "O(N)", argKey("key"), bitRangeArgs()))
-	add("bitpos", -3, RoleRead, 0, cmdBitPos, "Finds the first set (1) or clear (0) bit in a string.", keys(1, 1, 1),
+	add("bitpos", -3, RoleRead, effRead, 0, cmdBitPos, "Finds the first set (1) or clear (0) bit in a string.", keys(1, 1, 1),
 		docs("2.8.7", "O(N)", argKey("key"), argInt("bit"), arg{Name: "range", Type: "block", Optional: true, Args: []arg{
 			argInt("start"), {Name: "end-unit-block", Type: "block", Optional: true, Args: []arg{argInt("end"), bitRangeArgs().Args[2]}}}}))
-	add("bitop", -4, RoleWrite, 0, cmdBitOp, "Performs bitwise operations on multiple strings, and stores the result.", keys(2, -1, 1),
+	add("bitop", -4, RoleWrite, effWrite, 0, cmdBitOp, "Performs bitwise operations on multiple strings, and stores the result.", keys(2, -1, 1),
 		docs("2.6.0", "O(N)", argOneOf("operation", false, argWord("AND"), argWord("OR"),
 			argWord("XOR"), argWord("NOT")),
 			argKey("destkey"), arg{Name: "key", Type: "key", Multiple: true}))
 
 	// keys: resp/keys.go
 	group = "generic"
-	add("del", -2, RoleWrite, 0, cmdDel, "Deletes one or more keys.", keys(1, -1, 1))
-	add("unlink", -2, RoleWrite, FlagFast, cmdDel, "Asynchronously deletes one or more keys.", keys(1, -1, 1))
-	add("exists", -2, RoleRead, FlagFast, cmdExists, "Determines whether one or more keys exist.", keys(1, -1, 1))
-	add("expire", -3, RoleWrite, FlagFast, cmdExpire, "Sets the expiration time of a key in seconds.", keys(1, 1, 1))
-	add("pexpire", -3, RoleWrite, FlagFast, cmdPExpire, "Sets the expiration time of a key in milliseconds.", keys(1, 1, 1))
-	add("expireat", -3, RoleWrite, FlagFast, cmdExpireAt, "Sets the expiration time of a key to a Unix timestamp.", keys(1, 1, 1))
-	add("pexpireat", -3, RoleWrite, FlagFast, cmdPExpireAt, "Sets the expiration time of a key to a Unix milliseconds timestamp.", keys(1, 1, 1))
-	add("ttl", 2, RoleRead, FlagFast, cmdTTL, "Returns the expiration time in seconds of a key.", keys(1, 1, 1))
-	add("pttl", 2, RoleRead, FlagFast, cmdPTTL, "Returns the expiration time in milliseconds of a key.", keys(1, 1, 1))
-	add("persist", 2, RoleWrite, FlagFast, cmdPersist, "Removes the expiration time of a key.", keys(1, 1, 1))
-	add("type", 2, RoleRead, FlagFast, cmdType, "Determines the type of value stored at a key.", keys(1, 1, 1))
-	add("keys", 2, RoleRead, 0, cmdKeys, "Returns all key names that match a pattern.")
-	add("scan", -2, RoleRead, 0, cmdScan, "Iterates over the key names in the database.")
-	add("rename", 3, RoleWrite, 0, cmdRename, "Renames a key and overwrites the destination.", keys(1, 2, 1))
-	add("renamenx", 3, RoleWrite, FlagFast, cmdRenameNX, "Renames a key only when the target key name doesn't exist.", keys(1, 2, 1))
-	add("touch", -2, RoleRead, FlagFast, cmdTouch, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys(1, -1, 1),
+	add("del", -2, RoleWrite, effWrite|effBatch, 0, cmdDel, "Deletes one or more keys.", keys(1, -1, 1))
+	add("unlink", -2, RoleWrite, effWrite|effBatch, FlagFast, cmdDel, "Asynchronously deletes one or more keys.", keys(1, -1, 1))
+	add("exists", -2, RoleRead, effRead, FlagFast, cmdExists, "Determines whether one or more keys exist.", keys(1, -1, 1))
+	add("expire", -3, RoleWrite, effWrite, FlagFast, cmdExpire, "Sets the expiration time of a key in seconds.", keys(1, 1, 1))
+	add("pexpire", -3, RoleWrite, effWrite, FlagFast, cmdPExpire, "Sets the expiration time of a key in milliseconds.", keys(1, 1, 1))
+	add("expireat", -3, RoleWrite, effWrite, FlagFast, cmdExpireAt, "Sets the expiration time of a key to a Unix timestamp.", keys(1, 1, 1))
+	add("pexpireat", -3, RoleWrite, effWrite, FlagFast, cmdPExpireAt, "Sets the expiration time of a key to a Unix milliseconds timestamp.", keys(1, 1, 1))
+	add("ttl", 2, RoleRead, effRead, FlagFast, cmdTTL, "Returns the expiration time in seconds of a key.", keys(1, 1, 1))
+	add("pttl", 2, RoleRead, effRead, FlagFast, cmdPTTL, "Returns the expiration time in milliseconds of a key.", keys(1, 1, 1))
+	add("persist", 2, RoleWrite, effWrite, FlagFast, cmdPersist, "Removes the expiration time of a key.", keys(1, 1, 1))
+	add("type", 2, RoleRead, effRead, FlagFast, cmdType, "Determines the type of value stored at a key.", keys(1, 1, 1))
+	add("keys", 2, RoleRead, effRead, 0, cmdKeys, "Returns all key names that match a pattern.")
+	add("scan", -2, RoleRead, effRead, 0, cmdScan, "Iterates over the key names in the database.")
+	add("rename", 3, RoleWrite, effWrite, 0, cmdRename, "Renames a key and overwrites the destination.", keys(1, 2, 1))
+	add("renamenx", 3, RoleWrite, effWrite, FlagFast, cmdRenameNX, "Renames a key only when the target key name doesn't exist.", keys(1, 2, 1))
+	add("touch", -2, RoleRead, effRead, FlagFast, cmdTouch, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", keys(1, -1, 1),
 		docs("3.2.1", "O(N) where N is the number of keys that will be touched.", arg{Name: "key", Type: "key", Multiple: true}))
-	add("expiretime", 2, RoleRead, FlagFast, cmdExpireTime, "Returns the expiration time of a key as a Unix timestamp.", keys(1, 1, 1),
+	add("expiretime", 2, RoleRead, effRead, FlagFast, cmdExpireTime, "Returns the expiration time of a key as a Unix timestamp.", keys(1, 1, 1),
 		docs("7.0.0", "O(1)", argKey("key")))
-	add("pexpiretime", 2, RoleRead, FlagFast, cmdPExpireTime, "Returns the expiration time of a key as a Unix milliseconds timestamp.", keys(1, 1, 1),
+	add("pexpiretime", 2, RoleRead, effRead, FlagFast, cmdPExpireTime, "Returns the expiration time of a key as a Unix milliseconds timestamp.", keys(1, 1, 1),
 		docs("7.0.0", "O(1)", argKey("key")))
-	add("randomkey", 1, RoleRead, 0, cmdRandomKey, "Returns a random key name from the database.",
+	add("randomkey", 1, RoleRead, effRead, 0, cmdRandomKey, "Returns a random key name from the database.",
 		docs("1.0.0", "O(1)"))
-	add("copy", -3, RoleWrite, 0, cmdCopy, "Copies the value of a key to a new key.", keys(1, 2, 1),
+	add("copy", -3, RoleWrite, effWrite, 0, cmdCopy, "Copies the value of a key to a new key.", keys(1, 2, 1),
 		docs("6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
 			argKey("source"), argKey("destination"), arg{Name: "destination-db", Type: "integer", Token: "DB", Optional: true}, argToken("REPLACE")))
-	object := add("object", -2, RoleRead, 0, nil, "A container for object introspection commands.")
-	sub(object, "encoding", 3, RoleRead, 0, cmdObjectEncoding, "Returns the internal encoding of a Redis object.", keys(2, 2, 1),
+	object := add("object", -2, RoleRead, effRead, 0, nil, "A container for object introspection commands.")
+	sub(object, "encoding", 3, RoleRead, effRead, 0, cmdObjectEncoding, "Returns the internal encoding of a Redis object.", keys(2, 2, 1),
 		docs("2.2.3", "O(1)", argKey("key")))
-	sub(object, "freq", 3, RoleRead, 0, cmdObjectFreq, "Returns the logarithmic access frequency counter of a Redis object.", keys(2, 2, 1),
+	sub(object, "freq", 3, RoleRead, effRead, 0, cmdObjectFreq, "Returns the logarithmic access frequency counter of a Redis object.", keys(2, 2, 1),
 		docs("4.0.0", "O(1)", argKey("key")))
-	sub(object, "refcount", 3, RoleRead, 0, cmdObjectRefCount, "Returns the reference count of a value of a key.", keys(2, 2, 1),
+	sub(object, "refcount", 3, RoleRead, effRead, 0, cmdObjectRefCount, "Returns the reference count of a value of a key.", keys(2, 2, 1),
 		docs("2.2.3", "O(1)", argKey("key")))
-	sub(object, "help", 2, RoleRead, 0, cmdObjectHelp, "Returns helpful text about the different subcommands.")
+	sub(object, "help", 2, RoleRead, effNone, 0, cmdObjectHelp, "Returns helpful text about the different subcommands.")
 
 	// transactions: resp/transactions.go
 	group = "transactions"
-	add("multi", 1, RoleRead, FlagFast|FlagNotQueued, cmdMulti, "Starts a transaction.")
-	add("exec", 1, RoleRead, FlagNotQueued, cmdExec, "Executes all commands in a transaction.")
-	add("discard", 1, RoleRead, FlagFast|FlagNotQueued, cmdDiscard, "Discards a transaction.")
-	add("watch", -2, RoleRead, FlagFast|FlagNotQueued, cmdWatch, "Monitors changes to keys to determine the execution of a transaction.", keys(1, -1, 1))
-	add("unwatch", 1, RoleRead, FlagFast, cmdUnwatch, "Forgets about watched keys of a transaction.")
+	add("multi", 1, RoleRead, effNone, FlagFast|FlagNotQueued, cmdMulti, "Starts a transaction.")
+	add("exec", 1, RoleRead, effQueue, FlagNotQueued, cmdExec, "Executes all commands in a transaction.")
+	add("discard", 1, RoleRead, effNone, FlagFast|FlagNotQueued, cmdDiscard, "Discards a transaction.")
+	add("watch", -2, RoleRead, effNone, FlagFast|FlagNotQueued, cmdWatch, "Monitors changes to keys to determine the execution of a transaction.", keys(1, -1, 1))
+	add("unwatch", 1, RoleRead, effNone, FlagFast, cmdUnwatch, "Forgets about watched keys of a transaction.")
 
 	// locks: resp/locks.go
 	group = "module"
@@ -306,24 +364,21 @@ func commandTable() map[string]*command {
 	// name only a lease id, which is no key: a cluster client sends them to
 	// any node, and a node that does not lead answers -MOVED to the one
 	// that does (SPEC §10).
-	add("lock.hold", -4, RoleWrite, FlagBlocking, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.", keys(1, 1, 1),
+	add("lock.hold", -4, RoleWrite, effWrite|effLocks|effBlock, 0, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.", keys(1, 1, 1),
 		docs(Version, "O(log N) where N is the number of leases and places in line.",
 			argString("lock"), argString("key"), argString("reqid"),
 			argOption("TTL", "ms"), argOption("WAIT", "ms"), argOption("MAXHOLD", "ms")))
-	add("lock.renew", -2, RoleWrite, FlagFast, cmdLockRenew, "Moves a lease's deadline to now + ttl.",
+	add("lock.renew", -2, RoleWrite, effWrite|effLocks, FlagFast, cmdLockRenew, "Moves a lease's deadline to now + ttl.",
 		docs(Version, "O(log N) where N is the number of leases.", argString("leaseid"), argOption("TTL", "ms")))
-	add("lock.release", 2, RoleWrite, FlagFast, cmdLockRelease, "Ends a lease now; the next in line is granted.",
+	add("lock.release", 2, RoleWrite, effWrite|effLocks, FlagFast, cmdLockRelease, "Ends a lease now; the next in line is granted.",
 		docs(Version, "O(log N) where N is the number of leases.", argString("leaseid")))
-	add("lock.info", 3, RoleRead, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.", keys(1, 1, 1),
+	add("lock.info", 3, RoleRead, effRead|effLocks, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(1)", argString("lock"), argString("key")))
-	add("lock.list", -2, RoleRead, 0, cmdLockList, "Walks the held and waited-for keys of a lock, like SCAN; never a lease id.", keys(1, 1, 1),
+	add("lock.list", -2, RoleRead, effRead|effLocks, 0, cmdLockList, "Walks the held and waited-for keys of a lock, like SCAN; never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(log N + COUNT) for every call, N the number of keys held or waited for. O(N) for a complete walk.",
 			argString("lock"), argOption("CURSOR", "cursor"), argOption("COUNT", "count")))
-	add("lock.revoke", 3, RoleAdmin, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.", keys(1, 1, 1),
+	add("lock.revoke", 3, RoleAdmin, effWrite|effLocks, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.", keys(1, 1, 1),
 		docs(Version, "O(log N) where N is the number of leases and places in line.", argString("lock"), argString("key")))
-	for _, name := range batchedCommands {
-		t[name].Flags |= flagBatched
-	}
 	return t
 }
 

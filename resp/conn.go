@@ -51,9 +51,10 @@ type conn struct {
 	store *kv.Store
 	tx    txState // MULTI, WATCH and EXEC (transactions.go)
 	batch batch   // the writes of the read batch, not yet committed (batch.go)
-	// applying: the connection runs an entry of a cluster's log on this
-	// node (Server.ApplyEntry), past the routing that sent it there.
-	applying bool
+
+	// entryNowMs is the leader's clock in the log entry the conn applies
+	// (Server.Apply), 0 on any other: see nowMs.
+	entryNowMs int64
 
 	// ctx is a request's run in process (Server.Do), nil on a socket: a
 	// blocking command waits until it ends instead of watching nc.
@@ -68,6 +69,17 @@ type conn struct {
 	libVer  string
 	noEvict bool // CLIENT NO-EVICT: shown in CLIENT LIST's flags
 	noTouch bool // CLIENT NO-TOUCH: shown in CLIENT LIST's flags
+}
+
+// nowMs is the instant a relative expiry counts from (EXPIRE k 10, SET …
+// EX 10), in unix ms: the leader's clock in the entry being applied, so
+// that every node of a cluster sets the same deadline; else this node's
+// clock.
+func (c *conn) nowMs() int64 {
+	if c.entryNowMs != 0 {
+		return c.entryNowMs
+	}
+	return time.Now().UnixMilli()
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -139,17 +151,24 @@ func (c *conn) run(args [][]byte) (ok bool) {
 	mark := c.out.Len()
 	defer func() {
 		if p := recover(); p != nil {
-			c.out.truncate(mark)
-			c.out.Err("internal error; closing the connection")
-			c.batch.replied()
-			c.srv.log.Error("panic serving a command", "client", c.addr,
-				"command", cut128(args[0]), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			c.panicked(args, mark, p)
 			ok = false
 		}
 	}()
 	c.lastEnd = c.exec(args)
 	c.batched(mark)
 	return true
+}
+
+// panicked answers a request whose handler panicked with p: its partial
+// reply, from mark on, is dropped for an error, and the panic is logged
+// with its stack.
+func (c *conn) panicked(args [][]byte, mark int, p any) {
+	c.out.truncate(mark)
+	c.out.Err("internal error; closing the connection")
+	c.batch.replied()
+	c.srv.log.Error("panic serving a command", "client", c.addr,
+		"command", cut128(args[0]), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 }
 
 // flush writes the replies gathered so far, once the writes they tell of

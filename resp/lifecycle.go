@@ -48,7 +48,7 @@ type Backends struct {
 	Store   *kv.Store
 	Locks   *lockmod.Manager
 	Metrics *Metrics
-	// Cluster, in a cluster, is this node's (resp/cluster.go); nil for a
+	// Cluster, in a cluster, is this node's (resp/routing.go); nil for a
 	// single server.
 	Cluster Cluster
 }
@@ -61,7 +61,7 @@ type Server struct {
 	table map[string]*command
 	store *kv.Store
 	locks *lockmod.Manager
-	// cluster is nil for a single server (resp/cluster.go).
+	// cluster is nil for a single server (resp/routing.go).
 	cluster Cluster
 	users   *Users
 	start   time.Time

@@ -1,0 +1,291 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// invocation is how TestClusterEveryRowReplicatesItsWrites runs one row of
+// the command table on the leader: setup first, then the row itself.
+type invocation struct {
+	setup [][]any
+	cmd   []any
+	// cmdFrom, when set, makes the command from the last setup's reply
+	// (LOCK.RENEW of the lease LOCK.HOLD granted).
+	cmdFrom func(setupReply any) []any
+	// errs: the row's reply is an error here, as Redis's would be.
+	errs bool
+	// locks: the row writes the lock module, whose leases stay on the
+	// leader (SPEC §10): it writes no key.
+	locks bool
+	// queue: the row writes by the rows it runs (EXEC).
+	queue bool
+	// skip says why the row is not run here.
+	skip string
+}
+
+// key is a key of the row name's own hash slot.
+func key(row, k string) string { return "{" + row + "}" + k }
+
+// representative has one invocation for every row of the command table:
+// a row missing here fails the test, so that a new family's rows are
+// proved to replicate what they write.
+func representative(row string) (invocation, bool) {
+	k, k2 := key(row, "k"), key(row, "k2")
+	set := []any{"SET", k, "v"}
+	later := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
+	m := map[string]invocation{
+		// connection
+		"ping":            {cmd: []any{"PING"}},
+		"echo":            {cmd: []any{"ECHO", "x"}},
+		"hello":           {cmd: []any{"HELLO", "2"}},
+		"auth":            {cmd: []any{"AUTH", "pw"}, errs: true}, // no users file
+		"quit":            {cmd: []any{"QUIT"}},
+		"select":          {cmd: []any{"SELECT", "0"}},
+		"reset":           {cmd: []any{"RESET"}},
+		"client":          {skip: "a container: its subcommands are rows"},
+		"client|id":       {cmd: []any{"CLIENT", "ID"}},
+		"client|setname":  {cmd: []any{"CLIENT", "SETNAME", "x"}},
+		"client|getname":  {cmd: []any{"CLIENT", "GETNAME"}},
+		"client|setinfo":  {cmd: []any{"CLIENT", "SETINFO", "lib-name", "x"}},
+		"client|info":     {cmd: []any{"CLIENT", "INFO"}},
+		"client|list":     {cmd: []any{"CLIENT", "LIST"}},
+		"client|kill":     {cmd: []any{"CLIENT", "KILL", "ID", "999999"}},
+		"client|help":     {cmd: []any{"CLIENT", "HELP"}},
+		"client|no-evict": {cmd: []any{"CLIENT", "NO-EVICT", "ON"}},
+		"client|no-touch": {cmd: []any{"CLIENT", "NO-TOUCH", "ON"}},
+		// server
+		"info":                    {cmd: []any{"INFO"}},
+		"command":                 {cmd: []any{"COMMAND"}},
+		"command|count":           {cmd: []any{"COMMAND", "COUNT"}},
+		"command|info":            {cmd: []any{"COMMAND", "INFO", "get"}},
+		"command|docs":            {cmd: []any{"COMMAND", "DOCS", "get"}},
+		"command|list":            {cmd: []any{"COMMAND", "LIST"}},
+		"command|help":            {cmd: []any{"COMMAND", "HELP"}},
+		"command|getkeys":         {cmd: []any{"COMMAND", "GETKEYS", "SET", k, "v"}},
+		"command|getkeysandflags": {cmd: []any{"COMMAND", "GETKEYSANDFLAGS", "SET", k, "v"}},
+		"config":                  {skip: "a container: its subcommands are rows"},
+		"config|get":              {cmd: []any{"CONFIG", "GET", "maxclients"}},
+		"config|set":              {cmd: []any{"CONFIG", "SET", "maxclients", "10000"}},
+		"config|resetstat":        {cmd: []any{"CONFIG", "RESETSTAT"}},
+		"config|help":             {cmd: []any{"CONFIG", "HELP"}},
+		"dbsize":                  {cmd: []any{"DBSIZE"}},
+		"flushdb":                 {setup: [][]any{set}, cmd: []any{"FLUSHDB"}},
+		"flushall":                {setup: [][]any{set}, cmd: []any{"FLUSHALL"}},
+		"time":                    {cmd: []any{"TIME"}},
+		"shutdown":                {skip: "it stops the node"},
+		"lastsave":                {cmd: []any{"LASTSAVE"}},
+		// cluster
+		"role":            {cmd: []any{"ROLE"}},
+		"cluster":         {skip: "a container: its subcommands are rows"},
+		"cluster|info":    {cmd: []any{"CLUSTER", "INFO"}},
+		"cluster|slots":   {cmd: []any{"CLUSTER", "SLOTS"}},
+		"cluster|shards":  {cmd: []any{"CLUSTER", "SHARDS"}},
+		"cluster|nodes":   {cmd: []any{"CLUSTER", "NODES"}},
+		"cluster|myid":    {cmd: []any{"CLUSTER", "MYID"}},
+		"cluster|keyslot": {cmd: []any{"CLUSTER", "KEYSLOT", k}},
+		"cluster|meet":    {skip: "it changes the voters: TestClusterMeetAndForget"},
+		"cluster|forget":  {skip: "it changes the voters: TestClusterMeetAndForget"},
+		"cluster|help":    {cmd: []any{"CLUSTER", "HELP"}},
+		// strings
+		"get":         {setup: [][]any{set}, cmd: []any{"GET", k}},
+		"set":         {cmd: set},
+		"setnx":       {cmd: []any{"SETNX", k, "v"}},
+		"setex":       {cmd: []any{"SETEX", k, "3600", "v"}},
+		"psetex":      {cmd: []any{"PSETEX", k, "3600000", "v"}},
+		"getset":      {cmd: []any{"GETSET", k, "v"}},
+		"getdel":      {setup: [][]any{set}, cmd: []any{"GETDEL", k}},
+		"getex":       {setup: [][]any{set}, cmd: []any{"GETEX", k, "EX", "3600"}},
+		"mget":        {setup: [][]any{set}, cmd: []any{"MGET", k, k2}},
+		"mset":        {cmd: []any{"MSET", k, "v", k2, "w"}},
+		"msetnx":      {cmd: []any{"MSETNX", k, "v", k2, "w"}},
+		"incr":        {cmd: []any{"INCR", k}},
+		"decr":        {cmd: []any{"DECR", k}},
+		"incrby":      {cmd: []any{"INCRBY", k, "5"}},
+		"decrby":      {cmd: []any{"DECRBY", k, "5"}},
+		"incrbyfloat": {cmd: []any{"INCRBYFLOAT", k, "1.5"}},
+		"append":      {cmd: []any{"APPEND", k, "v"}},
+		"strlen":      {setup: [][]any{set}, cmd: []any{"STRLEN", k}},
+		"getrange":    {setup: [][]any{set}, cmd: []any{"GETRANGE", k, "0", "-1"}},
+		"setrange":    {cmd: []any{"SETRANGE", k, "3", "v"}},
+		"substr":      {setup: [][]any{set}, cmd: []any{"SUBSTR", k, "0", "-1"}},
+		"lcs":         {setup: [][]any{set}, cmd: []any{"LCS", k, k2}},
+		"setbit":      {cmd: []any{"SETBIT", k, "7", "1"}},
+		"getbit":      {setup: [][]any{set}, cmd: []any{"GETBIT", k, "7"}},
+		"bitcount":    {setup: [][]any{set}, cmd: []any{"BITCOUNT", k}},
+		"bitpos":      {setup: [][]any{set}, cmd: []any{"BITPOS", k, "1"}},
+		"bitop":       {setup: [][]any{set}, cmd: []any{"BITOP", "NOT", k2, k}},
+		// keys
+		"del":             {setup: [][]any{set}, cmd: []any{"DEL", k}},
+		"unlink":          {setup: [][]any{set}, cmd: []any{"UNLINK", k}},
+		"exists":          {setup: [][]any{set}, cmd: []any{"EXISTS", k}},
+		"expire":          {setup: [][]any{set}, cmd: []any{"EXPIRE", k, "3600"}},
+		"pexpire":         {setup: [][]any{set}, cmd: []any{"PEXPIRE", k, "3600000"}},
+		"expireat":        {setup: [][]any{set}, cmd: []any{"EXPIREAT", k, later}},
+		"pexpireat":       {setup: [][]any{set}, cmd: []any{"PEXPIREAT", k, later + "000"}},
+		"ttl":             {setup: [][]any{set}, cmd: []any{"TTL", k}},
+		"pttl":            {setup: [][]any{set}, cmd: []any{"PTTL", k}},
+		"persist":         {setup: [][]any{{"SET", k, "v", "EX", "3600"}}, cmd: []any{"PERSIST", k}},
+		"type":            {setup: [][]any{set}, cmd: []any{"TYPE", k}},
+		"keys":            {setup: [][]any{set}, cmd: []any{"KEYS", "*"}},
+		"scan":            {setup: [][]any{set}, cmd: []any{"SCAN", "0"}},
+		"rename":          {setup: [][]any{set}, cmd: []any{"RENAME", k, k2}},
+		"renamenx":        {setup: [][]any{set}, cmd: []any{"RENAMENX", k, k2}},
+		"touch":           {setup: [][]any{set}, cmd: []any{"TOUCH", k}},
+		"expiretime":      {setup: [][]any{set}, cmd: []any{"EXPIRETIME", k}},
+		"pexpiretime":     {setup: [][]any{set}, cmd: []any{"PEXPIRETIME", k}},
+		"randomkey":       {setup: [][]any{set}, cmd: []any{"RANDOMKEY"}},
+		"copy":            {setup: [][]any{set}, cmd: []any{"COPY", k, k2}},
+		"object":          {skip: "a container: its subcommands are rows"},
+		"object|encoding": {setup: [][]any{set}, cmd: []any{"OBJECT", "ENCODING", k}},
+		"object|freq":     {setup: [][]any{set}, cmd: []any{"OBJECT", "FREQ", k}, errs: true}, // no LFU policy
+		"object|refcount": {setup: [][]any{set}, cmd: []any{"OBJECT", "REFCOUNT", k}},
+		"object|help":     {cmd: []any{"OBJECT", "HELP"}},
+		// transactions
+		"multi":   {cmd: []any{"MULTI"}},
+		"exec":    {setup: [][]any{{"MULTI"}, set}, cmd: []any{"EXEC"}, queue: true},
+		"discard": {setup: [][]any{{"MULTI"}, set}, cmd: []any{"DISCARD"}},
+		"watch":   {cmd: []any{"WATCH", k}},
+		"unwatch": {setup: [][]any{{"WATCH", k}}, cmd: []any{"UNWATCH"}},
+		// locks
+		"lock.hold": {cmd: []any{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}, locks: true},
+		"lock.renew": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, locks: true,
+			cmdFrom: func(r any) []any { return []any{"LOCK.RENEW", r.([]any)[0], "TTL", "60000"} }},
+		"lock.release": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, locks: true,
+			cmdFrom: func(r any) []any { return []any{"LOCK.RELEASE", r.([]any)[0]} }},
+		"lock.info":   {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.INFO", "jobs", k}},
+		"lock.list":   {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.LIST", "jobs"}},
+		"lock.revoke": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.REVOKE", "jobs", k}, locks: true},
+	}
+	inv, ok := m[row]
+	return inv, ok
+}
+
+// SPEC §10: every keyspace write goes through the log, and a row of the
+// command table is replicated by what it says it does (resp/table.go), not
+// by a list kept apart. So every row, as the leader lists it (COMMAND
+// LIST, COMMAND INFO's flags), is run on the leader by a representative
+// invocation; then a follower's keyspace must be the leader's, record for
+// record. A row that says "write" must have changed the keyspace (its
+// invocation is representative), unless its writes are the lock module's,
+// which stay on the leader; a row that does not say "write" must not have
+// (it would have written the leader's keyspace alone). A row with no
+// invocation here fails: a new family cannot be forgotten.
+func TestClusterEveryRowReplicatesItsWrites(t *testing.T) {
+	tc := newCluster(t, 3)
+	l := tc.leader(5 * time.Second)
+	ctx := context.Background()
+	rows, err := tc.client(l).Do(ctx, "COMMAND", "LIST").StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(rows)
+	writes := 0
+	snapshot := func(i int) []byte {
+		t.Helper()
+		b, err := tc.nodes[i].db.Node().KeyspaceSnapshot()
+		if err != nil {
+			t.Fatalf("snapshot of %s: %v", tc.nodes[i].id, err)
+		}
+		return b
+	}
+	// leaderless: an error that says this node no longer leads. A loaded
+	// machine may see an election mid-test; the row is then run again on
+	// the new leader.
+	leaderless := func(err error) bool {
+		return err != nil && (strings.HasPrefix(err.Error(), "CLUSTERDOWN") ||
+			strings.HasPrefix(err.Error(), "MOVED") || strings.HasPrefix(err.Error(), "TRYAGAIN") ||
+			strings.Contains(err.Error(), "leadership lost"))
+	}
+	// run runs one row's invocation on the leader l and checks a follower;
+	// it reports false when leadership moved while it ran.
+	run := func(row string, inv invocation, l int) bool {
+		f := (l + 1) % len(tc.nodes)
+		info, err := tc.client(l).Do(ctx, "COMMAND", "INFO", row).Slice()
+		if leaderless(err) {
+			return false
+		}
+		if err != nil || len(info) != 1 || info[0] == nil {
+			t.Fatalf("COMMAND INFO %s: %v %v", row, info, err)
+		}
+		write := false
+		for _, fl := range info[0].([]any)[2].([]any) {
+			write = write || fl == "write"
+		}
+		// One connection per row, so that MULTI and WATCH hold across its
+		// setup and itself.
+		c := redis.NewClient(&redis.Options{Addr: tc.nodes[l].addr, MaxRetries: -1, Protocol: 2, PoolSize: 1})
+		defer c.Close()
+		var last any
+		for _, s := range inv.setup {
+			last, err = c.Do(ctx, s...).Result()
+			if leaderless(err) {
+				return false
+			}
+			if err != nil && err != redis.Nil {
+				t.Fatalf("%s: setup %v: %v", row, s, err)
+			}
+		}
+		tc.caughtUp(l)
+		before := snapshot(l)
+		if len(inv.setup) > 0 && !bytes.Equal(before, snapshot(f)) {
+			// What follows would differ too: the first culprit is enough.
+			t.Fatalf("%s: after its setup %v, the follower's keyspace is not the leader's", row, inv.setup)
+		}
+		cmd := inv.cmd
+		if inv.cmdFrom != nil {
+			cmd = inv.cmdFrom(last)
+		}
+		err = c.Do(ctx, cmd...).Err()
+		if leaderless(err) && !tc.nodes[l].db.Node().LocksReady() {
+			return false
+		}
+		if err != nil && err != redis.Nil && !inv.errs {
+			t.Errorf("%s: %v: %v", row, cmd, err)
+		}
+		tc.caughtUp(l)
+		after, follower := snapshot(l), snapshot(f)
+		changed := !bytes.Equal(before, after)
+		switch {
+		case !bytes.Equal(after, follower):
+			t.Fatalf("%s: after %v, the follower's keyspace is not the leader's", row, cmd)
+		case write && !inv.locks && !changed:
+			t.Errorf("%s: says it writes, but %v changed no key: make its invocation write", row, cmd)
+		case (!write || inv.locks) && !inv.queue && changed:
+			t.Errorf("%s: %v changed the keyspace, but its row does not say it writes keys", row, cmd)
+		}
+		if write && !inv.locks {
+			writes++
+		}
+		return true
+	}
+	for _, row := range rows {
+		inv, ok := representative(row)
+		switch {
+		case !ok:
+			t.Errorf("%s: no representative invocation: add one to representative", row)
+			continue
+		case inv.skip != "":
+			continue
+		}
+		for attempt := 0; !run(row, inv, l); attempt++ {
+			if attempt == 5 {
+				t.Fatalf("%s: the leader kept changing; logs:\n%s", row, tc.log.String())
+			}
+			l = tc.leader(5 * time.Second)
+		}
+	}
+	if t.Failed() {
+		t.Logf("logs:\n%s", tc.log.String())
+	}
+	if writes < 25 {
+		t.Errorf("%d rows that write keys, want them all (25 or more)", writes)
+	}
+}
