@@ -35,7 +35,8 @@ func (s *Store) ResetStats() {
 }
 
 // view calls fn with key's live record, if it has one, and counts the
-// lookup. rec.value aliases Pebble's memory, or a copy of what the metadata
+// lookup; a live key of another type than want (typeAny: any) is
+// ErrWrongType, and fn is not called. rec.value aliases Pebble's memory, or a copy of what the metadata
 // cache keeps, for the duration of fn. An expired record is dropped (lazy
 // expiry) and fn is not called.
 //
@@ -43,7 +44,7 @@ func (s *Store) ResetStats() {
 // metadata cache when that keeps the value, and otherwise reads Pebble
 // with the stripe held and leaves the value in the cache: with the stripe
 // held no write of key falls between the read and the caching.
-func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
+func (s *Store) view(key []byte, want Type, fn func(rec record)) (found bool, err error) {
 	if s.closed.Load() {
 		return false, ErrClosed
 	}
@@ -93,6 +94,11 @@ func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 	if closer != nil {
 		defer closer.Close()
 	}
+	if want != typeAny {
+		if err := rec.is(want); err != nil {
+			return true, err
+		}
+	}
 	fn(rec)
 	return true, nil
 }
@@ -138,22 +144,11 @@ func (s *Store) rememberRead(st *stripe, h uint64, key []byte, rec record) {
 	if s.expiredNow(rec.expiry) {
 		return
 	}
-	m := keyMeta{expiry: rec.expiry, fence: rec.fence}
+	m := keyMeta{expiry: rec.expiry, fence: rec.fence, typ: rec.typ}
 	if len(rec.value) <= maxCachedValue {
 		m.raw, m.valued = rec.raw, true
 	}
 	st.meta.put(h, key, m, rec.value, s.metaPerStripe)
-}
-
-// GetFunc is Get without the copy: fn is called with the value, which is
-// Pebble's memory (or the read's copy of the cached value), valid only until fn returns, and must not be changed.
-// found is false, and fn not called, for a missing or expired key.
-func (s *Store) GetFunc(key []byte, fn func(value []byte)) (found bool, err error) {
-	found, err = s.view(key, func(rec record) { fn(rec.value) })
-	if err != nil {
-		return false, wrap("get", err)
-	}
-	return found, nil
 }
 
 // dataKeyBufs hold the data keys that reads look up, so that a read

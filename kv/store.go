@@ -79,6 +79,8 @@ type keyspace struct {
 	epochMu sync.Mutex // serialises BumpEpoch's read-modify-write
 	epoch   atomic.Uint64
 
+	generation atomic.Uint64 // the last collection generation handed out (reclaim.go)
+
 	keys           atomic.Int64 // records on disk, expired-but-not-swept included
 	keysWithExpiry atomic.Int64
 	expiredTotal   atomic.Int64
@@ -105,9 +107,10 @@ type keyspace struct {
 	wg          sync.WaitGroup
 }
 
-// Open opens (creating if needed) the store in dir, deletes the keys whose
-// deadline has passed, counts the keys, and starts the expiry sweeper and,
-// with FsyncEverysec, the syncer. It does not bump the epoch: call BumpEpoch
+// Open opens (creating if needed) the store in dir, upgrades an older
+// format (format.go), deletes the keys whose deadline has passed, counts
+// the keys, and starts the background goroutine (expiry sweeps but on a
+// replica, reclaim of stale members) and, with FsyncEverysec, the syncer. It does not bump the epoch: call BumpEpoch
 // before serving locks (LOCK-10).
 func Open(dir string, o Options) (*Store, error) {
 	s := &Store{keyspace: &keyspace{
@@ -171,10 +174,8 @@ func Open(dir string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	if !s.replica {
-		s.wg.Add(1)
-		go s.runSweeper()
-	}
+	s.wg.Add(1)
+	go s.runSweeper()
 	if s.fsync == FsyncEverysec {
 		s.wg.Add(1)
 		go s.runSyncer()
@@ -200,6 +201,9 @@ func (s *Store) recover() error {
 	}
 	sum, err := s.sumDeadlines()
 	if err != nil {
+		return err
+	}
+	if err := s.initGeneration(); err != nil {
 		return err
 	}
 	s.keys.Store(keys)
