@@ -1,17 +1,13 @@
 package kv
 
-// When writes reach the disk: the fsync modes, the syncer of everysec,
-// and what a failed write or sync does to the store (it refuses writes from
-// then on: ErrDiskFailed).
+// When writes reach the disk: the fsync modes, and the policy that is the
+// one place a mode is read. The write paths ask the policy what to do;
+// none compares modes. How a WAL sync is made and shared is walsync.go's.
 
 import (
-	"errors"
 	"fmt"
-	"runtime"
 	"strings"
-	"time"
-
-	"github.com/cockroachdb/pebble/v2"
+	"sync/atomic"
 )
 
 // FsyncMode says when writes reach the disk (SPEC §6, --fsync). In every
@@ -46,6 +42,8 @@ func ParseFsyncMode(s string) (FsyncMode, error) {
 	return 0, fmt.Errorf("fsync mode %q: want always, everysec or no", s)
 }
 
+func (m FsyncMode) known() bool { return m == FsyncEverysec || m == FsyncAlways || m == FsyncNo }
+
 // String returns the name ParseFsyncMode reads.
 func (m FsyncMode) String() string {
 	switch m {
@@ -59,205 +57,51 @@ func (m FsyncMode) String() string {
 	return fmt.Sprintf("FsyncMode(%d)", int(m))
 }
 
-// closeFailed closes a store whose disk failed a write. Pebble's commit
-// pipeline may be wedged by it, and a goroutine caught inside never
-// returns; Pebble's Close would wait for it forever. So it gets a moment,
-// and then what is left open is left to the process's exit: what was
-// acknowledged is on disk already, and the next open recovers the WAL.
-func (s *Store) closeFailed(failed error) error {
-	done := make(chan error, 1)
-	go func() {
-		s.wg.Wait()
-		err := func() (err error) {
-			defer s.recoverWrite(&err)
-			return s.db.Close()
-		}()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return fmt.Errorf("close %s: %w", s.dir, errors.Join(failed, err))
-	case <-time.After(2 * time.Second):
-		return fmt.Errorf("close %s: left open, as a write had failed: %w", s.dir, failed)
+// fsyncPolicy is what the fsync mode asks of the write paths, and the
+// state that carries it out: whether a WAL sync is an fsync, whether a
+// syncer fsyncs once a second and whether anything was written for it to
+// sync, and whether a WAL file is fsynced as Pebble closes it.
+type fsyncPolicy struct {
+	mode FsyncMode
+	// dirty: written since the everysec syncer last synced.
+	dirty atomic.Bool
+	// owed: the next WAL Sync to start must fsync (see Store.fsyncWAL).
+	owed atomic.Bool
+}
+
+// syncIsFsync: every WAL sync is an fsync (always), so a write's own sync
+// makes it durable, and LASTSAVE moves with each.
+func (p *fsyncPolicy) syncIsFsync() bool { return p.mode == FsyncAlways }
+
+// fsyncsEverySecond: a syncer fsyncs once a second, when something was
+// written (everysec).
+func (p *fsyncPolicy) fsyncsEverySecond() bool { return p.mode == FsyncEverysec }
+
+// written notes a write for the everysec syncer.
+func (p *fsyncPolicy) written() {
+	if p.mode == FsyncEverysec && !p.dirty.Load() {
+		p.dirty.Store(true)
 	}
 }
 
-// events watches Pebble's flushes. A flush that fails (a full disk, a
-// read-only data directory) is retried at once and without end, and when the
-// memtables are full Pebble stalls every write until one succeeds: a client
-// would wait forever. So while flushes fail, writes are refused at once with
-// the flush's error, and the first flush that succeeds lets them in again.
-// Of Pebble's background errors, which repeat as fast as it retries, the
-// first of a failing spell is logged.
-func (s *Store) events() *pebble.EventListener {
-	return &pebble.EventListener{
-		FlushEnd: func(info pebble.FlushInfo) {
-			// Pebble reports a flush that made no table as "empty table".
-			if info.Err == nil || info.Err.Error() == "pebble: empty table" {
-				if s.flushFailed.Swap(nil) != nil {
-					s.log.Info("kv: a flush succeeded; writes are accepted again", "dir", s.dir)
-				}
-				return
-			}
-			failed := fmt.Errorf("%w while flushes fail: %w", ErrDiskFailed, info.Err)
-			if s.flushFailed.Swap(&failed) == nil {
-				s.log.Error("kv: a flush failed; refusing writes until one succeeds", "dir", s.dir, "err", info.Err)
-			}
-		},
-		BackgroundError: func(err error) {
-			if s.flushFailed.Load() == nil {
-				s.log.Error("background error: "+err.Error(), "component", "pebble")
-			}
-		},
+// takeWritten reports whether anything was written since it was last
+// called, for the everysec syncer.
+func (p *fsyncPolicy) takeWritten() bool { return p.dirty.Swap(false) }
+
+// owe makes the next WAL Sync to start an fsync, in a mode whose WAL
+// syncs are not all fsyncs (see Store.fsyncWAL).
+func (p *fsyncPolicy) owe() {
+	if !p.syncIsFsync() {
+		p.owed.Store(true)
 	}
 }
 
-// commit commits b. Pebble cannot go on after it failed to write or sync
-// its WAL (a full disk, a read-only or failing data directory), so it never
-// learns of such a failure (see walGuard): the first one is latched, the
-// commit under way is reported failed, and from then on every write is
-// refused with ErrDiskFailed without going near Pebble, while reads go on
-// (SPEC §7: the server stays up, and loses nothing acknowledged). While
-// flushes fail, writes are refused too (see events).
-func (s *Store) commit(b *pebble.Batch, o *pebble.WriteOptions) (err error) {
-	if err := s.refused(); err != nil {
-		return err
-	}
-	defer s.recoverWrite(&err)
-	if err := b.Commit(o); err != nil {
-		return err
-	}
-	return s.failedSince()
+// walSyncIsFsync reports whether a WAL Sync that starts now must fsync:
+// every one in always, an owed one otherwise.
+func (p *fsyncPolicy) walSyncIsFsync() bool {
+	return p.syncIsFsync() || p.owed.CompareAndSwap(true, false)
 }
 
-// failedSince is the latched failure, if a WAL write or sync failed while
-// a commit or sync was under way: Pebble was told all was well (see
-// walGuard), so this is how the caller learns its write is in doubt.
-func (s *Store) failedSince() error {
-	if failed := s.failed.Load(); failed != nil {
-		return *failed
-	}
-	return nil
-}
-
-// refused is the error every write is refused with now, or nil. Writes
-// check it before they take their stripes too: a write caught in a wedged
-// Pebble holds its stripe forever.
-func (s *Store) refused() error {
-	if failed := s.failed.Load(); failed != nil {
-		return *failed
-	}
-	if failed := s.flushFailed.Load(); failed != nil {
-		return *failed
-	}
-	return nil
-}
-
-// syncWAL is commit for a WAL sync of everything committed so far: with
-// FsyncAlways an fsync, otherwise a write to the OS (see walsync.go).
-func (s *Store) syncWAL() (err error) {
-	if failed := s.failed.Load(); failed != nil {
-		return *failed
-	}
-	defer s.recoverWrite(&err)
-	upTo := s.unsettled.unsynced.Load()
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
-		return err
-	}
-	if err := s.failedSince(); err != nil {
-		return err
-	}
-	s.synced(upTo)
-	if s.fsync == FsyncAlways {
-		s.lastSync.Store(s.now().Unix()) // LASTSAVE: the last fsync
-	}
-	return nil
-}
-
-// failWAL latches the store as failed on an error writing a WAL file
-// (see walGuard).
-func (s *Store) failWAL(cause error) {
-	failed := fmt.Errorf("%w until the server restarts: %w", ErrDiskFailed, cause)
-	if s.failed.CompareAndSwap(nil, &failed) {
-		s.log.Error("kv: a write to the WAL failed; refusing writes until the store is reopened", "dir", s.dir, "err", cause)
-	}
-}
-
-// recoverWrite turns a panic of Pebble's write path into the latched
-// ErrDiskFailed. It must be deferred directly.
-func (s *Store) recoverWrite(err *error) {
-	p := recover()
-	if p == nil {
-		return
-	}
-	cause, ok := p.(error)
-	if !ok {
-		cause = fmt.Errorf("%v", p)
-	}
-	failed := fmt.Errorf("%w until the server restarts: %w", ErrDiskFailed, cause)
-	if s.failed.CompareAndSwap(nil, &failed) {
-		s.log.Error("kv: a write to the disk failed; refusing writes until the store is reopened", "dir", s.dir, "err", cause)
-	}
-	*err = *s.failed.Load()
-}
-
-// Sync forces an fsync of everything written so far.
-func (s *Store) Sync() error {
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	if err := s.fsyncWAL(); err != nil {
-		return fmt.Errorf("sync: %w", err)
-	}
-	return nil
-}
-
-// settle makes a write applied by this caller as durable as the fsync mode
-// asks: it waits for a WAL sync (an fsync with FsyncAlways, a write(2)
-// otherwise) that covers the caller's commit, made NoSync before (see
-// walsync.go). It is called with no stripe held.
-//
-// Writers share those syncs, as Redis's event loop writes its AOF once for
-// every client it served in a turn. A caller first yields, so that the
-// goroutines ready to run on its P go before it (their connections'
-// commands commit and come to settle too), and then needs no sync of its
-// own if one begun since covered it. Without that, each command would have
-// the WAL goroutine, which a sync request readies to run next, write(2) its
-// record alone. Pebble's commit pipeline groups the syncs that are asked
-// for meanwhile, and the sync of an empty LogData record covers every batch
-// committed before it.
-func (s *Store) settle() error {
-	// A count of commits that includes this caller's: a sync that began
-	// after unsynced reached it covers this caller's commit (see synced).
-	mine := s.unsettled.unsynced.Load()
-	if s.unsettled.syncedTo.Load() >= mine {
-		return nil
-	}
-	runtime.Gosched()
-	if s.unsettled.syncedTo.Load() >= mine {
-		return nil
-	}
-	if err := s.syncWAL(); err != nil {
-		return fmt.Errorf("sync: %w", err)
-	}
-	return nil
-}
-
-func (s *Store) runSyncer() {
-	defer s.wg.Done()
-	t := time.NewTicker(everysecInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		if !s.dirty.Swap(false) || s.failed.Load() != nil {
-			continue
-		}
-		if err := s.fsyncWAL(); err != nil {
-			s.log.Error("kv: everysec fsync failed", "dir", s.dir, "err", err)
-		}
-	}
-}
+// fsyncOnClose: a WAL that Pebble closes must be fsynced first, where its
+// syncs were not fsyncs (see walFile.Close).
+func (p *fsyncPolicy) fsyncOnClose() bool { return !p.syncIsFsync() }

@@ -66,7 +66,7 @@ type Store struct {
 type keyspace struct {
 	db            *pebble.DB
 	dir           string
-	fsync         FsyncMode
+	fsync         fsyncPolicy // the one reader of the fsync mode (fsync.go)
 	log           *slog.Logger
 	now           func() time.Time
 	sweepInterval time.Duration
@@ -93,10 +93,8 @@ type keyspace struct {
 	lastSync     atomic.Int64 // unix seconds of the last WAL sync that succeeded
 	unsettled    unsettled    // command commits a read may see before the WAL holds them (readsettle.go)
 
-	dirty  atomic.Bool // written since the everysec syncer last synced
 	closed atomic.Bool
 
-	walFsyncOwed atomic.Bool // the next WAL Sync is an fsync (see walsync.go)
 	// failed is the first write Pebble could not make (see commit): from
 	// then on every write is refused with it.
 	failed atomic.Pointer[error]
@@ -110,12 +108,12 @@ type keyspace struct {
 // Open opens (creating if needed) the store in dir, upgrades an older
 // format (format.go), deletes the keys whose deadline has passed, counts
 // the keys, and starts the background goroutine (expiry sweeps but on a
-// replica, reclaim of stale members) and, with FsyncEverysec, the syncer. It does not bump the epoch: call BumpEpoch
-// before serving locks (LOCK-10).
+// replica, reclaim of stale members) and, with FsyncEverysec, the syncer.
+// It does not bump the epoch: call BumpEpoch before serving locks
+// (LOCK-10).
 func Open(dir string, o Options) (*Store, error) {
 	s := &Store{keyspace: &keyspace{
 		dir:           dir,
-		fsync:         o.Fsync,
 		log:           o.Logger,
 		now:           o.Now,
 		sweepInterval: o.SweepInterval,
@@ -125,11 +123,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.fsync.mode = o.Fsync
 	s.deadlineBase = s.nowMs()
 	s.lastSync.Store(s.now().Unix())
-	switch o.Fsync {
-	case FsyncEverysec, FsyncAlways, FsyncNo:
-	default:
+	if !o.Fsync.known() {
 		return nil, fmt.Errorf("open %s: unknown fsync mode %d", dir, int(o.Fsync))
 	}
 	if s.log == nil {
@@ -176,7 +173,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.wg.Add(1)
 	go s.runSweeper()
-	if s.fsync == FsyncEverysec {
+	if s.fsync.fsyncsEverySecond() {
 		s.wg.Add(1)
 		go s.runSyncer()
 	}
@@ -335,11 +332,7 @@ func (s *Store) FlushAll() error {
 	return nil
 }
 
-func (s *Store) markDirty() {
-	if s.fsync == FsyncEverysec && !s.dirty.Load() {
-		s.dirty.Store(true)
-	}
-}
+func (s *Store) markDirty() { s.fsync.written() }
 
 // nowMs is the time expiry is judged at: now, or inside a transaction the
 // instant it started (a pipeline's commands judge at their own).

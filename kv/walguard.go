@@ -89,14 +89,14 @@ func (f walFile) WriteAt(p []byte, off int64) (int, error) {
 // what Pebble wrote is already the OS's, and that is all that is owed (see
 // walsync.go).
 func (f walFile) Sync() error {
-	if !f.s.walSyncIsFsync() {
+	if !f.s.fsync.walSyncIsFsync() {
 		return nil
 	}
 	return f.check(f.File.Sync())
 }
 
 func (f walFile) SyncData() error {
-	if !f.s.walSyncIsFsync() {
+	if !f.s.fsync.walSyncIsFsync() {
 		return nil
 	}
 	return f.check(f.File.SyncData())
@@ -105,7 +105,7 @@ func (f walFile) SyncData() error {
 // Close fsyncs first: Pebble closes a WAL, syncing it, before it starts the
 // next, so that only the last one can have an unclean tail after a crash.
 func (f walFile) Close() error {
-	if f.s.fsync != FsyncAlways {
+	if f.s.fsync.fsyncOnClose() {
 		_ = f.check(f.File.SyncData())
 	}
 	return f.File.Close()
