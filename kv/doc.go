@@ -14,7 +14,7 @@
 // Every Pebble key starts with a one-byte namespace, so that no user key can
 // ever name internal data, whatever its bytes:
 //
-//	0x00 name                         internal metadata ("epoch", "format": uint64 BE; see format.go)
+//	0x00 name                         internal metadata ("epoch", "format": uint64 BE; see storage_format.go)
 //	0x01 xxhash64(key) BE (8) key     a user key's record
 //	0x02 expireAt ms BE (8) key       the expiry index: one entry per key with a TTL
 //
@@ -49,14 +49,14 @@
 // by the key's hash; multi-key commands take their stripes in ascending order.
 // In every mode a write returns only once its batch is in the operating
 // system's hands, so a crash of the process loses nothing acknowledged (see
-// walsync.go). Batches are applied to Pebble without sync
+// storage_walsync.go). Batches are applied to Pebble without sync
 // while a stripe is held, and the caller then waits, with no stripe held,
 // for a WAL sync that covers its batch: with [FsyncAlways] an fsync,
 // otherwise a write(2) of the WAL. Concurrent writers share it, as Redis's
 // event loop writes and fsyncs its AOF once for a turn's clients. Reads do
 // not lock (except to delete an expired key). A GET, EXISTS, TTL and the
 // like, or an EXEC, that may have seen a batch whose sync is still under way
-// waits for a sync itself before it answers (readsettle.go); KEYS, SCAN,
+// waits for a sync itself before it answers (storage_readsettle.go); KEYS, SCAN,
 // RANDOMKEY, LCS, DBSIZE and INFO do not, and may show a write whose
 // writer is still waiting for it.
 //

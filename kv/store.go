@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,7 +67,7 @@ type Store struct {
 type keyspace struct {
 	db            *pebble.DB
 	dir           string
-	fsync         fsyncPolicy // the one reader of the fsync mode (fsync.go)
+	fsync         fsyncPolicy // the one reader of the fsync mode (storage_fsync.go)
 	log           *slog.Logger
 	now           func() time.Time
 	sweepInterval time.Duration
@@ -79,7 +80,7 @@ type keyspace struct {
 	epochMu sync.Mutex // serialises BumpEpoch's read-modify-write
 	epoch   atomic.Uint64
 
-	generation atomic.Uint64 // the last collection generation handed out (reclaim.go)
+	generation atomic.Uint64 // the last collection generation handed out (storage_reclaim.go)
 
 	keys           atomic.Int64 // records on disk, expired-but-not-swept included
 	keysWithExpiry atomic.Int64
@@ -91,7 +92,7 @@ type keyspace struct {
 	deadlineBase int64
 	lookups      lookupStats
 	lastSync     atomic.Int64 // unix seconds of the last WAL sync that succeeded
-	unsettled    unsettled    // command commits a read may see before the WAL holds them (readsettle.go)
+	unsettled    unsettled    // command commits a read may see before the WAL holds them (storage_readsettle.go)
 
 	closed atomic.Bool
 
@@ -106,7 +107,7 @@ type keyspace struct {
 }
 
 // Open opens (creating if needed) the store in dir, upgrades an older
-// format (format.go), deletes the keys whose deadline has passed, counts
+// format (storage_format.go), deletes the keys whose deadline has passed, counts
 // the keys, and starts the background goroutine (expiry sweeps but on a
 // replica, reclaim of stale members) and, with FsyncEverysec, the syncer.
 // It does not bump the epoch: call BumpEpoch before serving locks
@@ -276,6 +277,41 @@ func (s *Store) Stats() Stats {
 		st.DiskUsage = s.db.Metrics().DiskSpaceUsage()
 	}
 	return st
+}
+
+// ResetStats zeroes the counters CONFIG RESETSTAT resets: keyspace hits
+// and misses, and expired keys.
+func (s *Store) ResetStats() {
+	s.lookups.hits.Store(0)
+	s.lookups.misses.Store(0)
+	s.expiredTotal.Store(0)
+}
+
+// avgTTL is the mean of the milliseconds left to the keys with a TTL.
+// Keys that expired and are not swept yet count as 0 left, so the mean
+// is never negative.
+func (s *Store) avgTTL() int64 {
+	n := s.keysWithExpiry.Load()
+	if n <= 0 {
+		return 0
+	}
+	return max(0, s.deadlineSum.Load()/n+s.deadlineBase-s.nowMs())
+}
+
+// sumDeadlines adds up the deadlines in the expiry index, less
+// deadlineBase, for Store.deadlineSum at open.
+func (s *Store) sumDeadlines() (int64, error) {
+	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsExpiry}, UpperBound: []byte{nsEnd}})
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for valid := iter.First(); valid; valid = iter.Next() {
+		if k := iter.Key(); len(k) >= prefixLen {
+			sum += int64(binary.BigEndian.Uint64(k[1:prefixLen])) - s.deadlineBase
+		}
+	}
+	return sum, errors.Join(iter.Error(), iter.Close())
 }
 
 // DBSize returns the number of keys, from a counter: like Redis, it includes

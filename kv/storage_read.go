@@ -1,14 +1,10 @@
 package kv
 
 import (
-	"encoding/binary"
-	"errors"
 	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // lookupStats count the reads that found their key and those that did not,
@@ -24,14 +20,6 @@ func (l *lookupStats) count(found bool) {
 	} else {
 		l.misses.Add(1)
 	}
-}
-
-// ResetStats zeroes the counters CONFIG RESETSTAT resets: keyspace hits
-// and misses, and expired keys.
-func (s *Store) ResetStats() {
-	s.lookups.hits.Store(0)
-	s.lookups.misses.Store(0)
-	s.expiredTotal.Store(0)
 }
 
 // view calls fn with key's live record, if it has one, and counts the
@@ -154,30 +142,3 @@ func (s *Store) rememberRead(st *stripe, h uint64, key []byte, rec record) {
 // dataKeyBufs hold the data keys that reads look up, so that a read
 // allocates none: Pebble's Get keeps no hold of its key.
 var dataKeyBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// avgTTL is the mean of the milliseconds left to the keys with a TTL.
-// Keys that expired and are not swept yet count as 0 left, so the mean
-// is never negative.
-func (s *Store) avgTTL() int64 {
-	n := s.keysWithExpiry.Load()
-	if n <= 0 {
-		return 0
-	}
-	return max(0, s.deadlineSum.Load()/n+s.deadlineBase-s.nowMs())
-}
-
-// sumDeadlines adds up the deadlines in the expiry index, less
-// deadlineBase, for Store.deadlineSum at open.
-func (s *Store) sumDeadlines() (int64, error) {
-	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsExpiry}, UpperBound: []byte{nsEnd}})
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for valid := iter.First(); valid; valid = iter.Next() {
-		if k := iter.Key(); len(k) >= prefixLen {
-			sum += int64(binary.BigEndian.Uint64(k[1:prefixLen])) - s.deadlineBase
-		}
-	}
-	return sum, errors.Join(iter.Error(), iter.Close())
-}

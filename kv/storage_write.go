@@ -84,7 +84,7 @@ func (c *change) move(it *item) {
 func (c *change) drop(it *item) { c.remove(it, true) }
 
 // remove deletes it.key's record and its expiry index entry, and with
-// stale a collection's members (see reclaim.go).
+// stale a collection's members (see storage_reclaim.go).
 func (c *change) remove(it *item, stale bool) {
 	old := it.cur
 	if !old.present {
@@ -110,7 +110,7 @@ func (c *change) remove(it *item, stale bool) {
 	}
 }
 
-// apply commits c (NoSync: see walsync.go) and applies its counters. The
+// apply commits c (NoSync: see storage_walsync.go) and applies its counters. The
 // caller holds the stripes of every key in c. It reports whether the
 // command wrote.
 func (s *Store) apply(c *change) (wrote bool, err error) {

@@ -16,7 +16,7 @@ const (
 	nsKey     byte = 0x01 // a user key's metadata record, whatever its type
 	nsExpiry  byte = 0x02 // the expiry index
 	nsMember  byte = 0x03 // a collection's members, under its generation
-	nsReclaim byte = 0x04 // generations whose members are stale (reclaim.go)
+	nsReclaim byte = 0x04 // generations whose members are stale (storage_reclaim.go)
 	nsEnd     byte = 0x05 // first byte past the user namespaces
 )
 
@@ -72,7 +72,7 @@ func expiryPrefix(at int64) []byte {
 
 // memberKey is where a member of the collection of generation gen lives:
 // nsMember, gen BE, member. The key's name is not in it: a generation
-// belongs to one collection for ever (see generation.go), so RENAME moves
+// belongs to one collection for ever (see storage_reclaim.go), so RENAME moves
 // only the metadata record, and a stale generation's members are one
 // range, [memberPrefix(gen), memberPrefix(gen+1)).
 func memberKey(gen uint64, member []byte) []byte {

@@ -17,7 +17,7 @@ const (
 )
 
 // runSweeper is the store's background goroutine: each interval, an
-// expiry sweep (but on a replica) and a round of reclaim (reclaim.go).
+// expiry sweep (but on a replica) and a round of reclaim (storage_reclaim.go).
 func (s *Store) runSweeper() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.sweepInterval)

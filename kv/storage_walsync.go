@@ -29,7 +29,7 @@ import (
 // the syncs that queue up while one runs.
 
 // Pebble makes a batch visible before its WAL write or sync is done; a read
-// that may have seen one waits for the WAL itself (readsettle.go).
+// that may have seen one waits for the WAL itself (storage_readsettle.go).
 //
 // A real fsync is still owed, and made, where nothing else would make one:
 // BumpEpoch (LOCK-10), Sync, Close and, with FsyncEverysec, the syncer once
@@ -59,7 +59,7 @@ func (s *Store) fsyncWAL() error {
 }
 
 // syncWAL is commit for a WAL sync of everything committed so far: with
-// FsyncAlways an fsync, otherwise a write to the OS (see walsync.go).
+// FsyncAlways an fsync, otherwise a write to the OS (see storage_walsync.go).
 func (s *Store) syncWAL() (err error) {
 	if failed := s.failed.Load(); failed != nil {
 		return *failed
@@ -82,7 +82,7 @@ func (s *Store) syncWAL() (err error) {
 // settle makes a write applied by this caller as durable as the fsync mode
 // asks: it waits for a WAL sync (an fsync with FsyncAlways, a write(2)
 // otherwise) that covers the caller's commit, made NoSync before (see
-// walsync.go). It is called with no stripe held.
+// storage_walsync.go). It is called with no stripe held.
 //
 // Writers share those syncs, as Redis's event loop writes its AOF once for
 // every client it served in a turn. A caller first yields, so that the

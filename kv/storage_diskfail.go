@@ -1,7 +1,7 @@
 package kv
 
 // What a failed write or sync does to the store: it refuses writes from
-// then on (ErrDiskFailed), while reads go on (SPEC §7). See walguard.go
+// then on (ErrDiskFailed), while reads go on (SPEC §7). See storage_walguard.go
 // for how Pebble is kept from seeing a WAL error.
 
 import (

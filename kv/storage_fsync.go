@@ -2,7 +2,7 @@ package kv
 
 // When writes reach the disk: the fsync modes, and the policy that is the
 // one place a mode is read. The write paths ask the policy what to do;
-// none compares modes. How a WAL sync is made and shared is walsync.go's.
+// none compares modes. How a WAL sync is made and shared is storage_walsync.go's.
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 
 // FsyncMode says when writes reach the disk (SPEC §6, --fsync). In every
 // mode a write returns only once the operating system has it, so a crash
-// of the process loses no acknowledged write (see walsync.go).
+// of the process loses no acknowledged write (see storage_walsync.go).
 type FsyncMode int
 
 const (
