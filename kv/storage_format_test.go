@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -79,10 +80,8 @@ func TestOpenWritesFormat(t *testing.T) {
 	}
 }
 
-// openFormat1 opens a copy of testdata/format1, a directory written by
-// tenure before typed records (commit c1e98d3, by testdata/format1-gen) at
-// 2026-01-01 00:00 UTC, with the clock at at.
-func openFormat1(t *testing.T, at time.Time) *testStore {
+// copyFormat1 copies testdata/format1 into a new in-memory FS.
+func copyFormat1(t *testing.T, at time.Time) *testStore {
 	t.Helper()
 	ts := &testStore{t: t, fs: vfs.NewMem(), dir: "db", clock: &clock{now: at}}
 	if err := ts.fs.MkdirAll(ts.dir, 0o755); err != nil {
@@ -109,6 +108,15 @@ func openFormat1(t *testing.T, at time.Time) *testStore {
 		}
 	}
 	ts.opts = Options{FS: ts.fs, Fsync: FsyncAlways, Logger: quietLogger(), Now: ts.clock.Now, SweepInterval: time.Hour}
+	return ts
+}
+
+// openFormat1 opens a copy of testdata/format1, a directory written by
+// tenure before typed records (commit c1e98d3, by testdata/format1-gen) at
+// 2026-01-01 00:00 UTC, with the clock at at.
+func openFormat1(t *testing.T, at time.Time) *testStore {
+	t.Helper()
+	ts := copyFormat1(t, at)
 	ts.open()
 	t.Cleanup(func() {
 		if !ts.closed.Load() {
@@ -200,4 +208,84 @@ func TestOpenFormat1(t *testing.T) {
 		t.Errorf("after reopen, Deadline fenced:ttl = %d, %v", at, err)
 	}
 	ts.checkCounters()
+}
+
+// A format 1 directory from before the format record existed opens too.
+func TestOpenFormat1WithoutRecord(t *testing.T) {
+	ts := copyFormat1(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := pebble.Open(ts.dir, &pebble.Options{FS: ts.fs, Logger: pebbleLogger{quietLogger()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete(metaFormat, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ts.open()
+	defer ts.Close()
+	ts.mustGet("plain", "hello")
+	ts.mustGet("fenced:ttl", "f9")
+	if ttl := ts.ttl("ttl:soon"); ttl != time.Hour.Milliseconds() {
+		t.Errorf("TTL ttl:soon = %d", ttl)
+	}
+	raw, closer, err := ts.db.Get(metaFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if got := binary.BigEndian.Uint64(raw); got != formatVersion {
+		t.Errorf("format %d after open, want %d", got, formatVersion)
+	}
+}
+
+// A snapshot of an older format is restored and upgraded, collections'
+// generations with it; one of a newer format is refused.
+func TestRestoreChecksFormat(t *testing.T) {
+	snapshotWithFormat := func(v uint64) []byte {
+		src := openTest(t)
+		src.set("a", "1")
+		gen := src.plant("h", TypeHash, 3, 0)
+		var buf [8]byte
+		binary.BigEndian.PutUint64(buf[:], v)
+		if err := src.db.Set(metaFormat, buf[:], pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := src.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		var out bytes.Buffer
+		if _, err := snap.WriteTo(&out); err != nil {
+			t.Fatal(err)
+		}
+		if gen == 0 {
+			t.Fatal("generation 0")
+		}
+		return out.Bytes()
+	}
+	dst := openTest(t)
+	if err := dst.Restore(bytes.NewReader(snapshotWithFormat(1))); err != nil {
+		t.Fatal(err)
+	}
+	dst.mustGet("a", "1")
+	if typ, _ := dst.Type([]byte("h")); typ != "hash" {
+		t.Errorf("TYPE h = %q after restore", typ)
+	}
+	if g := dst.newGeneration(); g <= 1 {
+		t.Errorf("generation %d handed out after restoring generation 1", g)
+	}
+	raw, closer, err := dst.db.Get(metaFormat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := binary.BigEndian.Uint64(raw); got != formatVersion {
+		t.Errorf("format %d after restore, want %d", got, formatVersion)
+	}
+	closer.Close()
+	if err := dst.Restore(bytes.NewReader(snapshotWithFormat(formatVersion + 1))); !errors.Is(err, ErrNewerFormat) {
+		t.Errorf("Restore of a newer format: %v", err)
+	}
 }
