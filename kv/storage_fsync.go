@@ -99,7 +99,7 @@ func (p *fsyncPolicy) owe() {
 // walSyncIsFsync reports whether a WAL Sync that starts now must fsync:
 // every one in always, an owed one otherwise.
 func (p *fsyncPolicy) walSyncIsFsync() bool {
-	return p.syncIsFsync() || p.owed.CompareAndSwap(true, false)
+	return p.syncIsFsync() || (p.owed.Load() && p.owed.CompareAndSwap(true, false))
 }
 
 // fsyncOnClose: a WAL that Pebble closes must be fsynced first, where its

@@ -67,7 +67,6 @@ type Store struct {
 type keyspace struct {
 	db            *pebble.DB
 	dir           string
-	fsync         fsyncPolicy // the one reader of the fsync mode (storage_fsync.go)
 	log           *slog.Logger
 	now           func() time.Time
 	sweepInterval time.Duration
@@ -79,8 +78,6 @@ type keyspace struct {
 
 	epochMu sync.Mutex // serialises BumpEpoch's read-modify-write
 	epoch   atomic.Uint64
-
-	generation atomic.Uint64 // the last collection generation handed out (storage_reclaim.go)
 
 	keys           atomic.Int64 // records on disk, expired-but-not-swept included
 	keysWithExpiry atomic.Int64
@@ -94,6 +91,7 @@ type keyspace struct {
 	lastSync     atomic.Int64 // unix seconds of the last WAL sync that succeeded
 	unsettled    unsettled    // command commits a read may see before the WAL holds them (storage_readsettle.go)
 
+	fsync  fsyncPolicy // the one reader of the fsync mode (storage_fsync.go)
 	closed atomic.Bool
 
 	// failed is the first write Pebble could not make (see commit): from
@@ -104,6 +102,8 @@ type keyspace struct {
 	flushFailed atomic.Pointer[error]
 	stop        chan struct{}
 	wg          sync.WaitGroup
+
+	generation atomic.Uint64 // the last collection generation handed out (storage_reclaim.go)
 }
 
 // Open opens (creating if needed) the store in dir, upgrades an older
