@@ -3,8 +3,8 @@ package kv
 import "errors"
 
 // Sentinel errors. Their texts are Redis's: resp replies "-ERR <text>", or
-// "-FENCED <text>" for ErrFenced,
-// "-WRONGTYPE <text>" for ErrWrongType. Compare with errors.Is.
+// "-FENCED <text>" for ErrFenced, "-WRONGTYPE <text>" for ErrWrongType.
+// Compare with errors.Is.
 var (
 	// ErrNotInteger: the value, or an argument, is not a 64-bit integer as
 	// Redis's string2ll reads one.

@@ -253,11 +253,11 @@ func (s *Store) walk(cursor uint64, count int, f func(key []byte, t Type)) error
 	return s.walkFrom(cursor, count, &next, f)
 }
 
-// walkFrom calls f with each live key, and its type, whose hash is at least cursor, in hash
-// order, and stops once it has examined count records (count < 0: no limit)
-// and the next record's hash differs from the last one's, setting *next to
-// that hash; *next is 0 when the keyspace is exhausted. key aliases Pebble's
-// memory for the duration of the call.
+// walkFrom calls f with each live key whose hash is at least cursor, and
+// its type, in hash order, and stops once it has examined count records
+// (count < 0: no limit) and the next record's hash differs from the last
+// one's, setting *next to that hash; *next is 0 when the keyspace is
+// exhausted. key aliases Pebble's memory for the duration of the call.
 func (s *Store) walkFrom(cursor uint64, count int, next *uint64, f func(key []byte, t Type)) error {
 	iter, err := s.reader().NewIter(&pebble.IterOptions{
 		LowerBound: hashPrefix(cursor),
