@@ -36,6 +36,9 @@ func (s *Store) runSweeper() {
 				s.log.Error("kv: expiry sweep failed", "dir", s.dir, "err", err)
 			}
 		}
+		if s.refused() != nil {
+			continue // flushes fail: the reclaim waits, as writes do
+		}
 		if _, err := s.reclaim(reclaimRound); err != nil {
 			s.log.Error("kv: reclaim of stale members failed", "dir", s.dir, "err", err)
 		}
