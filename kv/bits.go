@@ -19,6 +19,9 @@ func (s *Store) SetBit(key []byte, offset uint64, on bool) (old int, err error) 
 	}
 	mask := byte(0x80) >> (offset & 7)
 	err = s.update(key, true, func(c *change, it *item) error {
+		if err := it.cur.is(TypeString); err != nil {
+			return err
+		}
 		r := it.cur.rec
 		if !it.cur.live {
 			r = record{}
@@ -59,7 +62,7 @@ func b2i(b bool) int {
 // GetBit is GETBIT: the bit at offset, 0 past the end or for a missing key.
 func (s *Store) GetBit(key []byte, offset uint64) (int, error) {
 	var bit int
-	_, err := s.view(key, func(rec record) {
+	_, err := s.view(key, TypeString, func(rec record) {
 		if i := offset >> 3; i < uint64(len(rec.value)) && rec.value[i]&(0x80>>(offset&7)) != 0 {
 			bit = 1
 		}
@@ -115,7 +118,7 @@ func (r BitRange) span(n int64) (first, last int64, ok bool) {
 // after end count nothing, before the units are considered.
 func (s *Store) BitCount(key []byte, r BitRange) (int64, error) {
 	var n int64
-	_, err := s.view(key, func(rec record) {
+	_, err := s.view(key, TypeString, func(rec record) {
 		if r.HasEnd && r.Start < 0 && r.End < 0 && r.Start > r.End {
 			return
 		}
@@ -161,7 +164,7 @@ func edgeMask(first, last int64) byte {
 // empty string that is all zeros: 0 for a 0, -1 for a 1.
 func (s *Store) BitPos(key []byte, bit int, r BitRange) (int64, error) {
 	pos := int64(-1)
-	found, err := s.view(key, func(rec record) {
+	found, err := s.view(key, TypeString, func(rec record) {
 		first, last, ok := r.span(int64(len(rec.value)))
 		if !ok {
 			return
@@ -218,6 +221,9 @@ func (s *Store) BitOp(op BitOp, dst []byte, srcs [][]byte) (int64, error) {
 	err := s.updateMany(keys, true, func(c *change, items []item, idx []int) error {
 		var longest int
 		for _, j := range idx[1:] {
+			if err := items[j].cur.is(TypeString); err != nil {
+				return err // a source of another type; dst, whatever it holds, is overwritten
+			}
 			if items[j].cur.live {
 				longest = max(longest, len(items[j].cur.rec.value))
 			}

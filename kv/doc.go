@@ -1,6 +1,6 @@
-// Package kv is tenure's keyspace: Redis 7 string and key commands, with
-// expiry, fences on keys (LOCK-12) and the store's epoch (LOCK-10), kept in
-// Pebble.
+// Package kv is tenure's keyspace: Redis 7 string and key commands, on
+// typed records that Redis's other types will share, with expiry, fences
+// on keys (LOCK-12) and the store's epoch (LOCK-10), kept in Pebble.
 //
 // It is for the RESP server: a handler parses a command, calls one method of
 // [Store], and turns the Go result or one of the sentinel errors into a reply.
@@ -9,14 +9,55 @@
 // times in unix milliseconds and already-parsed numbers. It does not keep
 // leases; lockmod does, and only asks kv for a durable epoch.
 //
+// # Files
+//
+// The type rules and the commands, one file per family; a command's
+// method reads and writes keys through the storage files' update, view
+// and change, and asks types.go whether the key's type is the one it
+// takes:
+//
+//	types.go     the types, their codes, WRONGTYPE decided (Type.check)
+//	strings.go   GET, SET and the other string commands
+//	bits.go      SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
+//	lcs.go       LCS
+//	keys.go      DEL, EXISTS, EXPIRE…, TTL, TYPE, KEYS, SCAN, RENAME, COPY, OBJECT …
+//	tx.go        MULTI/EXEC (Tx)            watch.go    WATCH
+//	epoch.go     the epoch (LOCK-10)        errors.go   the sentinel errors
+//	replica.go   a keyspace under a replicated log; snapshot.go its snapshots
+//	store.go     Options, Open, Close, Stats, DBSIZE, FLUSHALL
+//
+// The storage mechanics, in storage_*.go: how a command's reads and
+// writes reach Pebble, and what is kept in memory to make them fast.
+// None of them knows a command; a new type's commands need none changed.
+//
+//	storage_encoding.go    the bytes of keys and records (the Layout below)
+//	storage_format.go      the format version; what Open checks and upgrades
+//	storage_write.go       a command's writes under its stripes: update, change
+//	storage_read.go        a read: view, the hit and miss counters
+//	storage_metacache.go   the per-stripe metadata cache and value cache;
+//	storage_metatable.go   its hash table
+//	storage_pipeline.go    a connection's pipeline of commands in one batch
+//	storage_readsettle.go  a read waits for the WAL to hold what it saw
+//	storage_walsync.go     the WAL syncs writers share; the everysec syncer
+//	storage_walguard.go    the file system that keeps WAL errors from Pebble
+//	storage_diskfail.go    a failed disk: writes refused, reads go on
+//	storage_fsync.go       the fsync modes, and the policy that reads them
+//	storage_expire.go      the background goroutine: active expiry
+//	storage_reclaim.go     collections' generations; reclaim of stale members
+//
 // # Layout
 //
 // Every Pebble key starts with a one-byte namespace, so that no user key can
 // ever name internal data, whatever its bytes:
 //
-//	0x00 name                         internal metadata ("epoch", "format": uint64 BE; see format.go)
-//	0x01 xxhash64(key) BE (8) key     a user key's record
+//	0x00 name                         internal metadata ("epoch", "format",
+//	                                  "applied": uint64 BE; see storage_format.go)
+//	0x01 xxhash64(key) BE (8) key     a user key's metadata record, of any type
 //	0x02 expireAt ms BE (8) key       the expiry index: one entry per key with a TTL
+//	0x03 generation BE (8) member     a collection's member (hash field, set
+//	                                  member, …): one record each
+//	0x04 generation BE (8)            the reclaim index: a generation whose
+//	                                  members are stale (storage_reclaim.go)
 //
 // User keys are stored under their 64-bit hash, not in key order, because the
 // hash is what makes SCAN's cursor work: the cursor is the hash to resume from
@@ -24,14 +65,29 @@
 // a key present for a whole walk is met exactly once whatever is inserted or
 // deleted around it, and whole groups of equal hashes are returned together so
 // that collisions lose nothing. Looking a key up costs one hash. KEYS, SCAN and
-// FLUSHALL only ever touch namespaces 0x01 and 0x02, never 0x00: FLUSHALL keeps
-// the epoch.
+// FLUSHALL only ever touch the user namespaces 0x01 to 0x04, never 0x00:
+// FLUSHALL keeps the epoch, and deletes the rest with one range deletion.
 //
-// A record is one Pebble value: a format byte (0x01: string, version 1), a
-// flags byte (bit 0: an expiry follows, bit 1: a fence follows, bit 2: the
-// string was changed in place, for OBJECT ENCODING), the expiry as
-// int64 unix ms BE and the fence as uint64 BE when their flags are set, then
-// the string's bytes. A key without TTL or fence costs two bytes of header.
+// A metadata record is one Pebble value: the type's code (0x01 string,
+// 0x02 hash, 0x03 set, 0x04 zset, 0x05 list: see types.go), a flags byte
+// (bit 0: an expiry follows, bit 1: a fence follows, bit 2: the string was
+// changed in place, for OBJECT ENCODING), the expiry as int64 unix ms BE
+// and the fence as uint64 BE when their flags are set, then the payload. A
+// string's payload is its bytes, inline: a GET is one Pebble lookup and a
+// SET one put, and a key without TTL or fence costs two bytes of header. A
+// collection's payload is its header, the generation and the size (uint64
+// BE each), then what its type keeps of its own; its members are records
+// of their own under the generation, so a write of one member never
+// rewrites the collection. Format 1, before types, had strings alone, with
+// the same bytes: a format 1 directory opens as it stands.
+//
+// A generation is handed out once per collection made, never twice. DEL,
+// UNLINK, expiry, and SET or RENAME over a collection delete its metadata
+// record and put its generation in the reclaim index, in the same batch:
+// O(1) whatever its size; as no record names the generation again, its
+// members are never read again, and the background goroutine deletes them
+// with a range deletion (storage_reclaim.go). RENAME moves the metadata
+// record alone; COPY copies the members under a new generation.
 //
 // # Expiry
 //
@@ -49,14 +105,14 @@
 // by the key's hash; multi-key commands take their stripes in ascending order.
 // In every mode a write returns only once its batch is in the operating
 // system's hands, so a crash of the process loses nothing acknowledged (see
-// walsync.go). Batches are applied to Pebble without sync
+// storage_walsync.go). Batches are applied to Pebble without sync
 // while a stripe is held, and the caller then waits, with no stripe held,
 // for a WAL sync that covers its batch: with [FsyncAlways] an fsync,
 // otherwise a write(2) of the WAL. Concurrent writers share it, as Redis's
 // event loop writes and fsyncs its AOF once for a turn's clients. Reads do
 // not lock (except to delete an expired key). A GET, EXISTS, TTL and the
 // like, or an EXEC, that may have seen a batch whose sync is still under way
-// waits for a sync itself before it answers (readsettle.go); KEYS, SCAN,
+// waits for a sync itself before it answers (storage_readsettle.go); KEYS, SCAN,
 // RANDOMKEY, LCS, DBSIZE and INFO do not, and may show a write whose
 // writer is still waiting for it.
 //
@@ -70,12 +126,14 @@
 //
 // Each stripe also remembers, for up to Options.MetaCacheKeys keys in all,
 // what a write needs to know of a key besides its value: that it is on disk,
-// its deadline and its fence. Every write goes through a stripe, so the
-// cache is exact for the keys it holds, and a write that does not need the
-// old value (a plain SET keeps the fence and drops the old deadline's index
-// entry; DEL and EXPIRE need only the deadline) skips reading Pebble for
-// them. When full it forgets an arbitrary key; a key it does not hold is
-// read as before.
+// its type, its deadline and its fence, and the value itself when it is
+// short (a collection's header always is: a DEL needs its generation).
+// Every write goes through a stripe, so the cache is exact for the keys it
+// holds, and a write that does not need the old value (a plain SET keeps
+// the fence and drops the old deadline's index entry; DEL and EXPIRE need
+// only the deadline) skips reading Pebble for them, and a GET of a short
+// value is answered from it. When full it forgets an arbitrary key; a key
+// it does not hold is read as before.
 //
 // DBSIZE is a counter kept in memory. Open initialises it by iterating over
 // the user keys (keys only; no values are decoded), which takes time

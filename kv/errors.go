@@ -3,7 +3,8 @@ package kv
 import "errors"
 
 // Sentinel errors. Their texts are Redis's: resp replies "-ERR <text>", or
-// "-FENCED <text>" for ErrFenced. Compare with errors.Is.
+// "-FENCED <text>" for ErrFenced, "-WRONGTYPE <text>" for ErrWrongType.
+// Compare with errors.Is.
 var (
 	// ErrNotInteger: the value, or an argument, is not a 64-bit integer as
 	// Redis's string2ll reads one.
@@ -33,6 +34,10 @@ var (
 	// after that; until a flush succeeds when flushes failed. Reads go on.
 	// The error wraps the failure.
 	ErrDiskFailed = errors.New("a write to the disk failed; writes are refused")
+	// ErrWrongType: a command of one type (a string command, say) on a key
+	// that holds another. resp replies "-WRONGTYPE <text>". Decided in one
+	// place: Type.check (types.go).
+	ErrWrongType = errors.New("Operation against a key holding the wrong kind of value")
 	// ErrClosed: the Store was used after Close.
 	ErrClosed = errors.New("kv: store is closed")
 )

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -38,7 +37,7 @@ func (s *Store) Exists(keys [][]byte) (int64, error) {
 	now := s.nowMs()
 	var n int64
 	for _, k := range keys {
-		live, err := s.peek(k, now)
+		live, _, err := s.peek(k, now)
 		if err != nil {
 			return 0, wrap("exists", err)
 		}
@@ -49,21 +48,23 @@ func (s *Store) Exists(keys [][]byte) (int64, error) {
 	return n, nil
 }
 
-// peek reports whether key exists, dropping it if it has expired.
-func (s *Store) peek(key []byte, now int64) (bool, error) {
-	expiry, found, err := s.expiryOf(key)
+// peek reports whether key exists, and its type, dropping it if it has
+// expired.
+func (s *Store) peek(key []byte, now int64) (bool, Type, error) {
+	expiry, typ, found, err := s.expiryOf(key)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	live := found && !expiredAt(expiry, now)
 	s.lookups.count(live)
 	if found && !live {
-		return false, s.dropExpired(key)
+		return false, 0, s.dropExpired(key)
 	}
-	return live, nil
+	return live, typ, nil
 }
 
-func (s *Store) expiryOf(key []byte) (expiry int64, found bool, err error) {
+// expiryOf reads key's deadline and type, whether live or not.
+func (s *Store) expiryOf(key []byte) (expiry int64, typ Type, found bool, err error) {
 	rec, closer, found, err := getRecord(s.reader(), dataKey(hashKey(key), key))
 	if err == nil {
 		err = s.settleRead()
@@ -72,10 +73,10 @@ func (s *Store) expiryOf(key []byte) (expiry int64, found bool, err error) {
 		if found {
 			_ = closer.Close()
 		}
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	_ = closer.Close()
-	return rec.expiry, true, nil
+	return rec.expiry, rec.typ, true, nil
 }
 
 // ExpireCond is the condition options of EXPIRE and its kin, as bits:
@@ -130,7 +131,7 @@ func (s *Store) TTL(key []byte) (int64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
-	expiry, found, err := s.expiryOf(key)
+	expiry, _, found, err := s.expiryOf(key)
 	if err != nil {
 		return 0, wrap("ttl", err)
 	}
@@ -167,17 +168,18 @@ func (s *Store) Persist(key []byte) (bool, error) {
 	return done, nil
 }
 
-// Type is TYPE: "string", or "none" for a missing key.
+// Type is TYPE: the key's type's name (see Type.String), or "none" for a
+// missing key.
 func (s *Store) Type(key []byte) (string, error) {
 	if s.closed.Load() {
 		return "", ErrClosed
 	}
-	live, err := s.peek(key, s.nowMs())
+	live, typ, err := s.peek(key, s.nowMs())
 	if err != nil {
 		return "", wrap("type", err)
 	}
 	if live {
-		return "string", nil
+		return typ.String(), nil
 	}
 	return "none", nil
 }
@@ -190,7 +192,7 @@ func (s *Store) Keys(pattern []byte) ([][]byte, error) {
 		return nil, ErrClosed
 	}
 	if !bytes.ContainsAny(pattern, `*?[\`) {
-		live, err := s.peek(pattern, s.nowMs())
+		live, _, err := s.peek(pattern, s.nowMs())
 		if err != nil || !live {
 			return [][]byte{}, wrap("keys", err)
 		}
@@ -198,7 +200,7 @@ func (s *Store) Keys(pattern []byte) ([][]byte, error) {
 	}
 	all := len(pattern) == 1 && pattern[0] == '*'
 	keys := [][]byte{}
-	err := s.walk(0, -1, func(key []byte) {
+	err := s.walk(0, -1, func(key []byte, _ Type) {
 		if all || redistext.Match(pattern, key) {
 			keys = append(keys, clone(key))
 		}
@@ -220,8 +222,13 @@ func (s *Store) Scan(cursor uint64, match []byte, count int, typ string) (uint64
 	if s.closed.Load() {
 		return 0, nil, ErrClosed
 	}
-	if typ != "" && !strings.EqualFold(typ, "string") {
-		return 0, [][]byte{}, nil // nothing but strings here
+	want := typeAny
+	if typ != "" {
+		t, ok := ParseType(typ)
+		if !ok {
+			return 0, [][]byte{}, nil // no key is of a type that is none
+		}
+		want = t
 	}
 	if count <= 0 {
 		count = 10
@@ -229,8 +236,8 @@ func (s *Store) Scan(cursor uint64, match []byte, count int, typ string) (uint64
 	all := match == nil || (len(match) == 1 && match[0] == '*')
 	keys := [][]byte{}
 	var next uint64
-	err := s.walkFrom(cursor, count, &next, func(key []byte) {
-		if all || redistext.Match(match, key) {
+	err := s.walkFrom(cursor, count, &next, func(key []byte, t Type) {
+		if (want == typeAny || t == want) && (all || redistext.Match(match, key)) {
 			keys = append(keys, clone(key))
 		}
 	})
@@ -241,17 +248,17 @@ func (s *Store) Scan(cursor uint64, match []byte, count int, typ string) (uint64
 }
 
 // walk calls f with every live key from hash cursor on; see walkFrom.
-func (s *Store) walk(cursor uint64, count int, f func(key []byte)) error {
+func (s *Store) walk(cursor uint64, count int, f func(key []byte, t Type)) error {
 	var next uint64
 	return s.walkFrom(cursor, count, &next, f)
 }
 
-// walkFrom calls f with each live key whose hash is at least cursor, in hash
-// order, and stops once it has examined count records (count < 0: no limit)
-// and the next record's hash differs from the last one's, setting *next to
-// that hash; *next is 0 when the keyspace is exhausted. key aliases Pebble's
-// memory for the duration of the call.
-func (s *Store) walkFrom(cursor uint64, count int, next *uint64, f func(key []byte)) error {
+// walkFrom calls f with each live key whose hash is at least cursor, and
+// its type, in hash order, and stops once it has examined count records
+// (count < 0: no limit) and the next record's hash differs from the last
+// one's, setting *next to that hash; *next is 0 when the keyspace is
+// exhausted. key aliases Pebble's memory for the duration of the call.
+func (s *Store) walkFrom(cursor uint64, count int, next *uint64, f func(key []byte, t Type)) error {
 	iter, err := s.reader().NewIter(&pebble.IterOptions{
 		LowerBound: hashPrefix(cursor),
 		UpperBound: []byte{nsExpiry},
@@ -286,7 +293,7 @@ func (s *Store) walkFrom(cursor uint64, count int, next *uint64, f func(key []by
 		if expiredAt(rec.expiry, now) {
 			continue // the sweep deletes it
 		}
-		f(k[prefixLen:])
+		f(k[prefixLen:], rec.typ)
 	}
 	return closeIter(iter, iter.Error())
 }
@@ -324,7 +331,7 @@ func (s *Store) rename(src, dst []byte, nx bool) (bool, error) {
 			return nil
 		}
 		r := from.cur.rec
-		c.del(from)
+		c.move(from) // a collection's members stay where they are: its generation goes with it
 		c.put(to, r)
 		done = true
 		return nil
@@ -336,7 +343,7 @@ func (s *Store) rename(src, dst []byte, nx bool) (bool, error) {
 // has no TTL, -2 if it is missing.
 func (s *Store) Deadline(key []byte) (int64, error) {
 	at := int64(-2)
-	_, err := s.view(key, func(rec record) {
+	_, err := s.view(key, typeAny, func(rec record) {
 		at = rec.expiry
 		if at == 0 {
 			at = -1
@@ -363,7 +370,11 @@ type Object struct {
 
 // Object is OBJECT ENCODING and REFCOUNT; ok is false for a missing key.
 func (s *Store) Object(key []byte) (obj Object, ok bool, err error) {
-	ok, err = s.view(key, func(rec record) {
+	ok, err = s.view(key, typeAny, func(rec record) {
+		if rec.typ != TypeString {
+			obj.Encoding = collectionEncodings[rec.typ]
+			return
+		}
 		n, isInt := redistext.ParseInt(rec.value)
 		switch {
 		case rec.raw:
@@ -381,6 +392,17 @@ func (s *Store) Object(key []byte) (obj Object, ok bool, err error) {
 		return Object{}, false, wrap("object", err)
 	}
 	return obj, ok, nil
+}
+
+// collectionEncodings are the encodings OBJECT ENCODING names for a
+// collection: Redis's for one too large to be packed, which is how tenure
+// keeps each, a record per member. (The issues that add the types may
+// choose Redis's names by size instead.)
+var collectionEncodings = [numTypes]string{
+	TypeHash: "hashtable",
+	TypeSet:  "hashtable",
+	TypeZSet: "skiplist",
+	TypeList: "quicklist",
 }
 
 // sharedIntegers is how many small integers Redis shares (OBJ_SHARED_INTEGERS).
@@ -464,6 +486,12 @@ func (s *Store) Copy(src, dst []byte, replace bool) (bool, error) {
 		r.value = clone(r.value)
 		if to.cur.live {
 			r.fence = max(r.fence, to.cur.rec.fence)
+		}
+		if r.typ != TypeString {
+			var err error
+			if r, err = s.copyMembers(c, r); err != nil {
+				return err
+			}
 		}
 		c.put(to, r)
 		done = true

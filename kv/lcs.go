@@ -65,6 +65,9 @@ func (s *Store) snapshotValue(snap pebble.Reader, key []byte) ([]byte, error) {
 		return nil, nil
 	}
 	defer closer.Close()
+	if err := rec.is(TypeString); err != nil {
+		return nil, err
+	}
 	return clone(rec.value), nil
 }
 

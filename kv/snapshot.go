@@ -137,6 +137,11 @@ func (s *Store) Restore(r io.Reader) error {
 		err = s.fsyncWAL()
 	}
 	if err == nil {
+		// A snapshot of an older format is upgraded as Open would
+		// upgrade it; one of a newer format is refused.
+		err = checkFormat(s.db)
+	}
+	if err == nil {
 		var epoch uint64
 		if epoch, err = s.readUint64(metaEpoch); err == nil {
 			s.epoch.Store(epoch)

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,7 +67,6 @@ type Store struct {
 type keyspace struct {
 	db            *pebble.DB
 	dir           string
-	fsync         FsyncMode
 	log           *slog.Logger
 	now           func() time.Time
 	sweepInterval time.Duration
@@ -89,12 +89,11 @@ type keyspace struct {
 	deadlineBase int64
 	lookups      lookupStats
 	lastSync     atomic.Int64 // unix seconds of the last WAL sync that succeeded
-	unsettled    unsettled    // command commits a read may see before the WAL holds them (readsettle.go)
+	unsettled    unsettled    // command commits a read may see before the WAL holds them (storage_readsettle.go)
 
-	dirty  atomic.Bool // written since the everysec syncer last synced
+	fsync  fsyncPolicy // the one reader of the fsync mode (storage_fsync.go)
 	closed atomic.Bool
 
-	walFsyncOwed atomic.Bool // the next WAL Sync is an fsync (see walsync.go)
 	// failed is the first write Pebble could not make (see commit): from
 	// then on every write is refused with it.
 	failed atomic.Pointer[error]
@@ -103,16 +102,19 @@ type keyspace struct {
 	flushFailed atomic.Pointer[error]
 	stop        chan struct{}
 	wg          sync.WaitGroup
+
+	generation atomic.Uint64 // the last collection generation handed out (storage_reclaim.go)
 }
 
-// Open opens (creating if needed) the store in dir, deletes the keys whose
-// deadline has passed, counts the keys, and starts the expiry sweeper and,
-// with FsyncEverysec, the syncer. It does not bump the epoch: call BumpEpoch
-// before serving locks (LOCK-10).
+// Open opens (creating if needed) the store in dir, upgrades an older
+// format (storage_format.go), deletes the keys whose deadline has passed, counts
+// the keys, and starts the background goroutine (expiry sweeps but on a
+// replica, reclaim of stale members) and, with FsyncEverysec, the syncer.
+// It does not bump the epoch: call BumpEpoch before serving locks
+// (LOCK-10).
 func Open(dir string, o Options) (*Store, error) {
 	s := &Store{keyspace: &keyspace{
 		dir:           dir,
-		fsync:         o.Fsync,
 		log:           o.Logger,
 		now:           o.Now,
 		sweepInterval: o.SweepInterval,
@@ -122,11 +124,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.fsync.mode = o.Fsync
 	s.deadlineBase = s.nowMs()
 	s.lastSync.Store(s.now().Unix())
-	switch o.Fsync {
-	case FsyncEverysec, FsyncAlways, FsyncNo:
-	default:
+	if !o.Fsync.known() {
 		return nil, fmt.Errorf("open %s: unknown fsync mode %d", dir, int(o.Fsync))
 	}
 	if s.log == nil {
@@ -171,11 +172,9 @@ func Open(dir string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	if !s.replica {
-		s.wg.Add(1)
-		go s.runSweeper()
-	}
-	if s.fsync == FsyncEverysec {
+	s.wg.Add(1)
+	go s.runSweeper()
+	if s.fsync.fsyncsEverySecond() {
 		s.wg.Add(1)
 		go s.runSyncer()
 	}
@@ -200,6 +199,9 @@ func (s *Store) recover() error {
 	}
 	sum, err := s.sumDeadlines()
 	if err != nil {
+		return err
+	}
+	if err := s.initGeneration(); err != nil {
 		return err
 	}
 	s.keys.Store(keys)
@@ -277,6 +279,41 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
+// ResetStats zeroes the counters CONFIG RESETSTAT resets: keyspace hits
+// and misses, and expired keys.
+func (s *Store) ResetStats() {
+	s.lookups.hits.Store(0)
+	s.lookups.misses.Store(0)
+	s.expiredTotal.Store(0)
+}
+
+// avgTTL is the mean of the milliseconds left to the keys with a TTL.
+// Keys that expired and are not swept yet count as 0 left, so the mean
+// is never negative.
+func (s *Store) avgTTL() int64 {
+	n := s.keysWithExpiry.Load()
+	if n <= 0 {
+		return 0
+	}
+	return max(0, s.deadlineSum.Load()/n+s.deadlineBase-s.nowMs())
+}
+
+// sumDeadlines adds up the deadlines in the expiry index, less
+// deadlineBase, for Store.deadlineSum at open.
+func (s *Store) sumDeadlines() (int64, error) {
+	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsExpiry}, UpperBound: []byte{nsEnd}})
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for valid := iter.First(); valid; valid = iter.Next() {
+		if k := iter.Key(); len(k) >= prefixLen {
+			sum += int64(binary.BigEndian.Uint64(k[1:prefixLen])) - s.deadlineBase
+		}
+	}
+	return sum, errors.Join(iter.Error(), iter.Close())
+}
+
 // DBSize returns the number of keys, from a counter: like Redis, it includes
 // keys that expired and have not been swept yet.
 func (s *Store) DBSize() (int64, error) {
@@ -331,11 +368,7 @@ func (s *Store) FlushAll() error {
 	return nil
 }
 
-func (s *Store) markDirty() {
-	if s.fsync == FsyncEverysec && !s.dirty.Load() {
-		s.dirty.Store(true)
-	}
-}
+func (s *Store) markDirty() { s.fsync.written() }
 
 // nowMs is the time expiry is judged at: now, or inside a transaction the
 // instant it started (a pipeline's commands judge at their own).

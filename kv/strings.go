@@ -62,6 +62,11 @@ func (s *Store) Set(key, value []byte, o SetOptions) (SetResult, error) {
 		if o.Fence != 0 && cur.live && cur.rec.fence > o.Fence {
 			return ErrFenced // LOCK-12: checked before NX/XX, so a stale holder learns it
 		}
+		if o.Get {
+			if err := cur.is(TypeString); err != nil {
+				return err // SET … GET reads a string, as GETSET does; a plain SET overwrites any type
+			}
+		}
 		if o.Get && cur.live {
 			res.Old, res.OldExists = cur.rec.value, true
 		}
@@ -98,11 +103,22 @@ func (s *Store) Set(key, value []byte, o SetOptions) (SetResult, error) {
 // Get is GET. ok is false when the key is missing; a present empty string is
 // an empty, non-nil slice.
 func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
-	ok, err = s.view(key, func(rec record) { value = clone(rec.value) })
+	ok, err = s.view(key, TypeString, func(rec record) { value = clone(rec.value) })
 	if err != nil {
 		return nil, false, wrap("get", err)
 	}
 	return value, ok, nil
+}
+
+// GetFunc is Get without the copy: fn is called with the value, which is
+// Pebble's memory (or the read's copy of the cached value), valid only until fn returns, and must not be changed.
+// found is false, and fn not called, for a missing or expired key.
+func (s *Store) GetFunc(key []byte, fn func(value []byte)) (found bool, err error) {
+	found, err = s.view(key, TypeString, func(rec record) { fn(rec.value) })
+	if err != nil {
+		return false, wrap("get", err)
+	}
+	return found, nil
 }
 
 // dropExpired deletes key if it has expired (lazy expiry). On a disk that
@@ -127,6 +143,9 @@ func (s *Store) GetDel(key []byte) ([]byte, bool, error) {
 	var v []byte
 	var ok bool
 	err := s.update(key, true, func(c *change, it *item) error {
+		if err := it.cur.is(TypeString); err != nil {
+			return err
+		}
 		if it.cur.live {
 			v, ok = it.cur.rec.value, true
 			c.del(it)
@@ -146,6 +165,9 @@ func (s *Store) GetEx(key []byte, e Expiry) ([]byte, bool, error) {
 	var v []byte
 	var ok bool
 	err := s.update(key, true, func(c *change, it *item) error {
+		if err := it.cur.is(TypeString); err != nil {
+			return err
+		}
 		if !it.cur.live {
 			return nil
 		}
@@ -203,12 +225,13 @@ func (s *Store) MGet(keys [][]byte) ([][]byte, error) {
 			s.lookups.count(false)
 			continue
 		}
-		if expiredAt(rec.expiry, now) {
+		switch {
+		case expiredAt(rec.expiry, now):
 			expired = append(expired, k)
-		} else {
+		case rec.is(TypeString) == nil: // MGET answers nil for a key of another type, as Redis does
 			out[i] = clone(rec.value)
 		}
-		s.lookups.count(out[i] != nil)
+		s.lookups.count(!expiredAt(rec.expiry, now))
 		_ = closer.Close()
 	}
 	if err := s.settleRead(); err != nil {
@@ -281,6 +304,9 @@ func pairKeys(pairs [][]byte) ([][]byte, error) {
 func (s *Store) IncrBy(key []byte, delta int64) (int64, error) {
 	var n int64
 	err := s.update(key, true, func(c *change, it *item) error {
+		if err := it.cur.is(TypeString); err != nil {
+			return err
+		}
 		var old int64
 		if it.cur.live {
 			v, ok := redistext.ParseInt(it.cur.rec.value)
@@ -312,6 +338,9 @@ func (s *Store) IncrBy(key []byte, delta int64) (int64, error) {
 func (s *Store) IncrByFloat(key []byte, delta float64) ([]byte, error) {
 	var out []byte
 	err := s.update(key, true, func(c *change, it *item) error {
+		if err := it.cur.is(TypeString); err != nil {
+			return err
+		}
 		var old float64
 		if it.cur.live {
 			v, ok := redistext.ParseFloat(it.cur.rec.value)
@@ -342,6 +371,9 @@ func (s *Store) IncrByFloat(key []byte, delta float64) ([]byte, error) {
 func (s *Store) Append(key, value []byte) (int64, error) {
 	var n int64
 	err := s.update(key, true, func(c *change, it *item) error {
+		if err := it.cur.is(TypeString); err != nil {
+			return err
+		}
 		r := it.cur.rec
 		if !it.cur.live {
 			r = record{}
@@ -380,13 +412,16 @@ func (s *Store) StrLen(key []byte) (int64, error) {
 		s.lookups.count(false)
 		return 0, nil
 	}
-	n := int64(len(rec.value))
+	n, typeErr := int64(len(rec.value)), rec.is(TypeString)
 	_ = closer.Close()
 	if s.expiredNow(rec.expiry) {
 		s.lookups.count(false)
 		return 0, s.dropExpired(key)
 	}
 	s.lookups.count(true)
+	if typeErr != nil {
+		return 0, typeErr
+	}
 	return n, nil
 }
 
@@ -417,6 +452,9 @@ func (s *Store) GetRange(key []byte, start, end int64) ([]byte, error) {
 		return []byte{}, s.dropExpired(key)
 	}
 	s.lookups.count(true)
+	if err := rec.is(TypeString); err != nil {
+		return nil, err
+	}
 	v := rec.value
 	strlen := int64(len(v))
 	if start < 0 && end < 0 && start > end {
@@ -448,6 +486,9 @@ func (s *Store) SetRange(key []byte, offset int64, value []byte) (int64, error) 
 	}
 	var n int64
 	err := s.update(key, true, func(c *change, it *item) error {
+		if err := it.cur.is(TypeString); err != nil {
+			return err
+		}
 		r := it.cur.rec
 		if !it.cur.live {
 			r = record{}
@@ -482,7 +523,7 @@ func (s *Store) SetRange(key []byte, offset int64, value []byte) (int64, error) 
 func wrap(op string, err error) error {
 	switch err {
 	case nil, ErrNotInteger, ErrNotFloat, ErrOverflow, ErrNaN, ErrNoSuchKey,
-		ErrTooLarge, ErrFenced, ErrOffsetOutOfRange, ErrLCSTooLarge, ErrClosed:
+		ErrTooLarge, ErrFenced, ErrOffsetOutOfRange, ErrLCSTooLarge, ErrWrongType, ErrClosed:
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)

@@ -34,7 +34,7 @@ type txn struct {
 
 	// pipe is the pipeline whose view this is, nil in a transaction's:
 	// then b is nil until a command writes, stripes are taken as commands
-	// need them, and now is each command's own (see pipeline.go).
+	// need them, and now is each command's own (see storage_pipeline.go).
 	pipe *Pipeline
 
 	// A command's scratch (update), reused by the next: the commands run

@@ -15,7 +15,8 @@ import (
 // SETRANGE, SUBSTR, LCS. The bit commands are in bitmaps.go.
 
 // storeError answers an error from the store: Redis's texts for Redis's
-// errors, FENCED for LOCK-12, and ERR for a failing disk.
+// errors, FENCED for LOCK-12, WRONGTYPE for a key of another type, and
+// ERR for a failing disk.
 func (c *conn) storeError(err error) {
 	for _, e := range []error{
 		kv.ErrNotInteger, kv.ErrNotFloat, kv.ErrOverflow, kv.ErrNaN, kv.ErrNoSuchKey,
@@ -28,6 +29,10 @@ func (c *conn) storeError(err error) {
 	}
 	if errors.Is(err, kv.ErrFenced) {
 		c.out.Error("FENCED", kv.ErrFenced.Error())
+		return
+	}
+	if errors.Is(err, kv.ErrWrongType) {
+		c.out.Error("WRONGTYPE", kv.ErrWrongType.Error())
 		return
 	}
 	c.srv.log.Error("store failed", "err", err)

@@ -35,7 +35,7 @@ type unsettled struct {
 }
 
 // commitCommand commits a command's batch without a sync (its caller
-// settles it later: see walsync.go), counting it as unsettled while it may
+// settles it later: see storage_walsync.go), counting it as unsettled while it may
 // be visible and not yet in the WAL's hands.
 func (s *Store) commitCommand(b *pebble.Batch) error {
 	s.unsettled.committing.Add(1)

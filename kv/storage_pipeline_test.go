@@ -288,7 +288,7 @@ func TestPipelineKeyOrderKeepsEachKeysWrites(t *testing.T) {
 	check("after reopen")
 }
 
-// Reads settle only what they may have seen unsettled (readsettle.go): a
+// Reads settle only what they may have seen unsettled (storage_readsettle.go): a
 // pipeline of 16 GETs after every write has returned makes no WAL write
 // and no fsync, in every fsync mode.
 func TestPipelineOfReadsAfterSettledWritesDoesNotSync(t *testing.T) {

@@ -1,14 +1,10 @@
 package kv
 
 import (
-	"encoding/binary"
-	"errors"
 	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // lookupStats count the reads that found their key and those that did not,
@@ -26,16 +22,9 @@ func (l *lookupStats) count(found bool) {
 	}
 }
 
-// ResetStats zeroes the counters CONFIG RESETSTAT resets: keyspace hits
-// and misses, and expired keys.
-func (s *Store) ResetStats() {
-	s.lookups.hits.Store(0)
-	s.lookups.misses.Store(0)
-	s.expiredTotal.Store(0)
-}
-
 // view calls fn with key's live record, if it has one, and counts the
-// lookup. rec.value aliases Pebble's memory, or a copy of what the metadata
+// lookup; a live key of another type than want (typeAny: any) is
+// ErrWrongType, and fn is not called. rec.value aliases Pebble's memory, or a copy of what the metadata
 // cache keeps, for the duration of fn. An expired record is dropped (lazy
 // expiry) and fn is not called.
 //
@@ -43,7 +32,7 @@ func (s *Store) ResetStats() {
 // metadata cache when that keeps the value, and otherwise reads Pebble
 // with the stripe held and leaves the value in the cache: with the stripe
 // held no write of key falls between the read and the caching.
-func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
+func (s *Store) view(key []byte, want Type, fn func(rec record)) (found bool, err error) {
 	if s.closed.Load() {
 		return false, ErrClosed
 	}
@@ -93,6 +82,11 @@ func (s *Store) view(key []byte, fn func(rec record)) (found bool, err error) {
 	if closer != nil {
 		defer closer.Close()
 	}
+	if want != typeAny {
+		if err := rec.is(want); err != nil {
+			return true, err
+		}
+	}
 	fn(rec)
 	return true, nil
 }
@@ -138,51 +132,13 @@ func (s *Store) rememberRead(st *stripe, h uint64, key []byte, rec record) {
 	if s.expiredNow(rec.expiry) {
 		return
 	}
-	m := keyMeta{expiry: rec.expiry, fence: rec.fence}
+	m := keyMeta{expiry: rec.expiry, fence: rec.fence, typ: rec.typ}
 	if len(rec.value) <= maxCachedValue {
 		m.raw, m.valued = rec.raw, true
 	}
 	st.meta.put(h, key, m, rec.value, s.metaPerStripe)
 }
 
-// GetFunc is Get without the copy: fn is called with the value, which is
-// Pebble's memory (or the read's copy of the cached value), valid only until fn returns, and must not be changed.
-// found is false, and fn not called, for a missing or expired key.
-func (s *Store) GetFunc(key []byte, fn func(value []byte)) (found bool, err error) {
-	found, err = s.view(key, func(rec record) { fn(rec.value) })
-	if err != nil {
-		return false, wrap("get", err)
-	}
-	return found, nil
-}
-
 // dataKeyBufs hold the data keys that reads look up, so that a read
 // allocates none: Pebble's Get keeps no hold of its key.
 var dataKeyBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// avgTTL is the mean of the milliseconds left to the keys with a TTL.
-// Keys that expired and are not swept yet count as 0 left, so the mean
-// is never negative.
-func (s *Store) avgTTL() int64 {
-	n := s.keysWithExpiry.Load()
-	if n <= 0 {
-		return 0
-	}
-	return max(0, s.deadlineSum.Load()/n+s.deadlineBase-s.nowMs())
-}
-
-// sumDeadlines adds up the deadlines in the expiry index, less
-// deadlineBase, for Store.deadlineSum at open.
-func (s *Store) sumDeadlines() (int64, error) {
-	iter, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsExpiry}, UpperBound: []byte{nsEnd}})
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for valid := iter.First(); valid; valid = iter.Next() {
-		if k := iter.Key(); len(k) >= prefixLen {
-			sum += int64(binary.BigEndian.Uint64(k[1:prefixLen])) - s.deadlineBase
-		}
-	}
-	return sum, errors.Join(iter.Error(), iter.Close())
-}

@@ -37,6 +37,9 @@ func (c *change) put(it *item, r record) {
 	r.encodeTo(op.Value)
 	_ = op.Finish() // only fails for indexed batches
 	old := it.cur
+	if old.present && old.rec.typ != TypeString {
+		c.stale(old.rec, &r)
+	}
 	if old.present && old.rec.expiry != 0 && old.rec.expiry != r.expiry {
 		_ = b.Delete(expiryKey(old.rec.expiry, it.key), nil)
 	}
@@ -70,14 +73,28 @@ func (c *change) del(it *item) {
 	c.drop(it)
 }
 
+// move is del for RENAME's source: a collection's generation is not
+// stale, as the record put under the new name carries it on.
+func (c *change) move(it *item) {
+	c.writes++
+	c.remove(it, false)
+}
+
 // drop is del for lazy expiry: it does not count as the command's write.
-func (c *change) drop(it *item) {
+func (c *change) drop(it *item) { c.remove(it, true) }
+
+// remove deletes it.key's record and its expiry index entry, and with
+// stale a collection's members (see storage_reclaim.go).
+func (c *change) remove(it *item, stale bool) {
 	old := it.cur
 	if !old.present {
 		return
 	}
 	b := c.batch()
 	_ = b.Delete(it.dk, nil)
+	if stale && old.rec.typ != TypeString {
+		c.stale(old.rec, nil)
+	}
 	if old.rec.expiry != 0 {
 		_ = b.Delete(expiryKey(old.rec.expiry, it.key), nil)
 		c.withExpiry--
@@ -93,7 +110,7 @@ func (c *change) drop(it *item) {
 	}
 }
 
-// apply commits c (NoSync: see walsync.go) and applies its counters. The
+// apply commits c (NoSync: see storage_walsync.go) and applies its counters. The
 // caller holds the stripes of every key in c. It reports whether the
 // command wrote.
 func (s *Store) apply(c *change) (wrote bool, err error) {

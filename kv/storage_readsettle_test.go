@@ -11,7 +11,7 @@ import (
 // gatedWAL is a WAL file whose writes, once the gate is shut, wait for it
 // to open. A write is what hands
 // a commit to the OS, before any fsync of it (FsyncAlways) or as all the
-// sync there is (the other modes, see walsync.go).
+// sync there is (the other modes, see storage_walsync.go).
 type gatedWAL struct {
 	vfs.File
 	g *syncGate

@@ -7,6 +7,19 @@ package kv
 // version, kept in the internal namespace. A store opens only a format it
 // knows, and refuses a directory that a newer tenure wrote before it
 // changes anything in it (no sweep, no epoch).
+//
+// The formats:
+//
+//	1  one record kind: a string, its record beginning with the byte 0x01
+//	   (a directory written before the format record existed is format 1)
+//	2  typed records: a record's first byte is its type's code, a
+//	   string's being 0x01; collections' members in nsMember under a
+//	   generation, stale generations in nsReclaim (see the package doc)
+//
+// Format 1 opens as it stands: its records are format 2's string records,
+// byte for byte, and it has nothing in the namespaces format 2 added. Open
+// only rewrites the format record to 2, so that an older tenure, which
+// would read a hash's record as corrupt, refuses the directory from then on.
 
 import (
 	"crypto/rand"
@@ -45,8 +58,9 @@ func checkWritable(fs vfs.FS, dir string) error {
 }
 
 // formatVersion is the layout this package reads and writes. Raise it when
-// a change would make older code misread the directory.
-const formatVersion = 1
+// a change would make older code misread the directory, and say above how
+// the formats before it open.
+const formatVersion = 2
 
 var metaFormat = []byte{nsMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
@@ -54,28 +68,41 @@ var metaFormat = []byte{nsMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 // than this build knows. Nothing in the directory was changed.
 var ErrNewerFormat = errors.New("data directory is in a newer format than this tenure knows")
 
-// checkFormat refuses a newer format; a directory without the record (new,
-// or written before the record existed: format 1) is given it, made durable
-// by the epoch's fsync that follows every open.
+// checkFormat refuses a newer format, and gives a directory of an older
+// one (or without the record: new, or format 1 from before the record
+// existed) the record of formatVersion, made durable by the epoch's fsync
+// that follows every open. No format before it needs more than that (see
+// the formats above).
 func checkFormat(db *pebble.DB) error {
 	raw, closer, err := db.Get(metaFormat)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		var buf [8]byte
-		binary.BigEndian.PutUint64(buf[:], formatVersion)
-		if err := db.Set(metaFormat, buf[:], pebble.NoSync); err != nil {
-			return fmt.Errorf("write format: %w", err)
-		}
-		return nil
+		return writeFormat(db)
 	case err != nil:
 		return fmt.Errorf("read format: %w", err)
 	}
-	defer closer.Close()
-	if len(raw) != 8 {
-		return fmt.Errorf("corrupt format record of %d bytes", len(raw))
+	n := len(raw)
+	var v uint64
+	if n == 8 {
+		v = binary.BigEndian.Uint64(raw)
 	}
-	if v := binary.BigEndian.Uint64(raw); v > formatVersion {
+	_ = closer.Close()
+	switch {
+	case n != 8:
+		return fmt.Errorf("corrupt format record of %d bytes", n)
+	case v > formatVersion:
 		return fmt.Errorf("%w: format %d, this build knows up to %d; open it with a newer tenure", ErrNewerFormat, v, formatVersion)
+	case v < formatVersion:
+		return writeFormat(db)
+	}
+	return nil
+}
+
+func writeFormat(db *pebble.DB) error {
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], formatVersion)
+	if err := db.Set(metaFormat, buf[:], pebble.NoSync); err != nil {
+		return fmt.Errorf("write format: %w", err)
 	}
 	return nil
 }

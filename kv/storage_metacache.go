@@ -30,6 +30,7 @@ type stripe struct {
 type keyMeta struct {
 	expiry int64
 	fence  uint64
+	typ    Type
 	raw    bool
 	valued bool
 }
@@ -105,7 +106,8 @@ func (s *Store) newItemAt(key []byte) (item, int) {
 
 // load reads it.cur, with its stripe held. The value is copied when
 // withValue is set and left nil otherwise; without it, a key whose metadata
-// the stripe remembers is not read from Pebble at all.
+// the stripe remembers is not read from Pebble at all. A collection's
+// payload, its header, is always read: deleting it needs its generation.
 func (s *Store) load(it *item, now int64, withValue bool) error {
 	if s.tx != nil {
 		return s.tx.load(s, it, withValue)
@@ -115,9 +117,9 @@ func (s *Store) load(it *item, now int64, withValue bool) error {
 
 // loadCommitted is load outside a transaction: what is committed.
 func (s *Store) loadCommitted(it *item, now int64, withValue bool) error {
-	if m, v, ok := it.st.meta.getValue(dataKeyHash(it.dk), it.key); ok && (!withValue || m.valued) {
-		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence, raw: m.raw}}
-		if withValue {
+	if m, v, ok := it.st.meta.getValue(dataKeyHash(it.dk), it.key); ok && (m.valued || (!withValue && m.typ == TypeString)) {
+		it.cur = slot{present: true, live: !expiredAt(m.expiry, now), rec: record{expiry: m.expiry, fence: m.fence, typ: m.typ, raw: m.raw}}
+		if withValue || m.typ != TypeString {
 			it.cur.vs, it.cur.rec.value = valueRead, clone(v)
 		}
 		return nil
@@ -137,7 +139,7 @@ func loadFrom(r pebble.Reader, it *item, now int64, withValue bool) error {
 		return err
 	}
 	vs := valueUnread
-	if withValue {
+	if withValue || rec.typ != TypeString {
 		vs, rec.value = valueRead, clone(rec.value)
 	} else {
 		rec.value = nil
@@ -161,7 +163,7 @@ func (s *Store) remember(it *item) {
 		return
 	}
 	rec := &it.cur.rec
-	km, value := keyMeta{expiry: rec.expiry, fence: rec.fence}, []byte(nil)
+	km, value := keyMeta{expiry: rec.expiry, fence: rec.fence, typ: rec.typ}, []byte(nil)
 	switch it.cur.vs {
 	case valueRead:
 		if len(rec.value) <= maxCachedValue {
@@ -184,7 +186,7 @@ func (st *stripe) cachedValue(h uint64, key, buf []byte) (rec record, ok bool) {
 	if !ok || !m.valued {
 		return record{}, false
 	}
-	return record{value: append(buf, v...), expiry: m.expiry, fence: m.fence, raw: m.raw}, true
+	return record{value: append(buf, v...), expiry: m.expiry, fence: m.fence, typ: m.typ, raw: m.raw}, true
 }
 
 // committed brings the metadata cache in step with it once the commit of

@@ -16,6 +16,8 @@ const (
 	sweepBudget = 25 * time.Millisecond
 )
 
+// runSweeper is the store's background goroutine: each interval, an
+// expiry sweep (but on a replica) and a round of reclaim (storage_reclaim.go).
 func (s *Store) runSweeper() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.sweepInterval)
@@ -29,8 +31,16 @@ func (s *Store) runSweeper() {
 		if s.failed.Load() != nil {
 			continue // the disk failed a write: no more deletes
 		}
-		if err := s.sweep(sweepBudget); err != nil {
-			s.log.Error("kv: expiry sweep failed", "dir", s.dir, "err", err)
+		if !s.replica { // a replica's keys expire by SweepAt alone
+			if err := s.sweep(sweepBudget); err != nil {
+				s.log.Error("kv: expiry sweep failed", "dir", s.dir, "err", err)
+			}
+		}
+		if s.refused() != nil {
+			continue // flushes fail: the reclaim waits, as writes do
+		}
+		if _, err := s.reclaim(reclaimRound); err != nil {
+			s.log.Error("kv: reclaim of stale members failed", "dir", s.dir, "err", err)
 		}
 	}
 }

@@ -30,7 +30,7 @@ import (
 //
 // Nothing is acknowledged that is not on disk as the fsync mode promises:
 // a write is acknowledged only after a sync that covers it (with
-// FsyncAlways an fsync, otherwise a write(2); see walsync.go) returned with
+// FsyncAlways an fsync, otherwise a write(2); see storage_walsync.go) returned with
 // the store not latched, and the latch is set by the failing write or sync
 // itself, before that sync returns.
 type walGuard struct {
@@ -87,16 +87,16 @@ func (f walFile) WriteAt(p []byte, off int64) (int, error) {
 
 // Sync and SyncData fsync only when the fsync mode or fsyncWAL asks; else
 // what Pebble wrote is already the OS's, and that is all that is owed (see
-// walsync.go).
+// storage_walsync.go).
 func (f walFile) Sync() error {
-	if !f.s.walSyncIsFsync() {
+	if !f.s.fsync.walSyncIsFsync() {
 		return nil
 	}
 	return f.check(f.File.Sync())
 }
 
 func (f walFile) SyncData() error {
-	if !f.s.walSyncIsFsync() {
+	if !f.s.fsync.walSyncIsFsync() {
 		return nil
 	}
 	return f.check(f.File.SyncData())
@@ -105,7 +105,7 @@ func (f walFile) SyncData() error {
 // Close fsyncs first: Pebble closes a WAL, syncing it, before it starts the
 // next, so that only the last one can have an unclean tail after a crash.
 func (f walFile) Close() error {
-	if f.s.fsync != FsyncAlways {
+	if f.s.fsync.fsyncOnClose() {
 		_ = f.check(f.File.SyncData())
 	}
 	return f.File.Close()
