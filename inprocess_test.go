@@ -120,7 +120,7 @@ func TestInProcessHoldNeedsNoRenewal(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if entries := list[1].([]any); len(entries) != 1 || !slices.Equal(entries[0].([]any), []any{"k", lease.Fence, int64(-1), int64(0)}) {
+		if entries := list[1].([]any); len(entries) != 1 || !slices.Equal(entries[0].([]any), []any{"k", lease.Fence, int64(-1), int64(0), int64(1), ""}) {
 			return fmt.Errorf("LOCK.LIST: %v", list)
 		}
 		if err := run(ctx, 5*ttl); err != nil {
