@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -120,7 +121,9 @@ func TestInProcessHoldNeedsNoRenewal(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if entries := list[1].([]any); len(entries) != 1 || !slices.Equal(entries[0].([]any), []any{"k", lease.Fence, int64(-1), int64(0), int64(1), ""}) {
+		host, _ := os.Hostname()
+		owner := fmt.Sprintf("%s:%d", host, os.Getpid()) // the SDK's default (LOCK-16)
+		if entries := list[1].([]any); len(entries) != 1 || !slices.Equal(entries[0].([]any), []any{"k", lease.Fence, int64(-1), int64(0), int64(1), owner}) {
 			return fmt.Errorf("LOCK.LIST: %v", list)
 		}
 		if err := run(ctx, 5*ttl); err != nil {
