@@ -298,7 +298,7 @@ func commandTable() map[string]*command {
 	group = "module"
 	//
 	// For a cluster client the key of a LOCK.* command is its lock name:
-	// HOLD, INFO, LIST and REVOKE name it first, so keys(1, 1, 1). A lock
+	// HOLD, INFO, LIST, HOLDERS and REVOKE name it first, so keys(1, 1, 1). A lock
 	// is one family of keys, and LOCK.LIST walks all of a lock's keys in one
 	// call, so all of them must live where one hash slot lives; hashing the
 	// lock name puts them there, and a hash tag in it ("{chat}summaries")
