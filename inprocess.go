@@ -21,6 +21,7 @@ func (db *DB) HoldInProcess(ctx context.Context, req inprocess.HoldRequest) (inp
 	t := db.locks.Hold(lockmod.HoldRequest{
 		Lock: req.Lock, Key: req.Key, ReqID: req.ReqID,
 		TTL: req.TTL, MaxHold: req.MaxHold, Wait: req.Wait, HasWait: req.HasWait,
+		Limit: req.Limit, Shared: req.Shared, Owner: req.Owner,
 		InProcess: true,
 	})
 	select {

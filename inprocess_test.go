@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -120,7 +121,9 @@ func TestInProcessHoldNeedsNoRenewal(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if entries := list[1].([]any); len(entries) != 1 || !slices.Equal(entries[0].([]any), []any{"k", lease.Fence, int64(-1), int64(0)}) {
+		host, _ := os.Hostname()
+		owner := fmt.Sprintf("%s:%d", host, os.Getpid()) // the SDK's default (LOCK-16)
+		if entries := list[1].([]any); len(entries) != 1 || !slices.Equal(entries[0].([]any), []any{"k", lease.Fence, int64(-1), int64(0), int64(1), owner}) {
 			return fmt.Errorf("LOCK.LIST: %v", list)
 		}
 		if err := run(ctx, 5*ttl); err != nil {
@@ -442,5 +445,73 @@ func TestInProcessWaiting(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the network waiter behind the lingering places was not granted")
+	}
+}
+
+// SPEC §11, §12: an in-process holder may be a reader or a permit holder,
+// in the line that network requests wait in: an in-process writer waits
+// behind network readers, and a network reader that comes after it waits
+// behind it (LOCK-08); in-process permits count against the network's
+// LIMIT (LOCK-01).
+func TestInProcessReadersWritersAndPermitsShareTheLine(t *testing.T) {
+	db := open(t)
+	client := serve(t, db)
+	ctx := context.Background()
+	rw, err := locks.OpenLock(db, "rw", locks.Owner("in-process"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	netReader, err := client.Do(ctx, "LOCK.HOLD", "rw", "k", "net-r1", "SHARED").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.HoldShared(ctx, "k", func(context.Context, *locks.Lease) error {
+		// A reader in process beside the network's.
+		v, err := client.Do(ctx, "LOCK.HOLDERS", "rw", "k").Slice()
+		if err != nil || len(v) != 2 {
+			return fmt.Errorf("LOCK.HOLDERS %v %v, want two readers", v, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	writer := make(chan error, 1)
+	go func() {
+		writer <- rw.Hold(ctx, "k", func(ctx context.Context, lease *locks.Lease) error {
+			v, err := client.Do(ctx, "LOCK.HOLDERS", "rw", "k").Slice()
+			if err != nil || len(v) != 1 {
+				return fmt.Errorf("the writer beside others: %v %v", v, err)
+			}
+			return nil
+		})
+	}()
+	waitInLine(t, client, "rw", "k", 1)
+	if v, err := client.Do(ctx, "LOCK.HOLD", "rw", "k", "net-r2", "SHARED", "WAIT", 0).Result(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("a reader passed the waiting in-process writer: %v %v", v, err)
+	}
+	if err := client.Do(ctx, "LOCK.RELEASE", netReader[0]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-writer; err != nil {
+		t.Fatal(err)
+	}
+
+	sem, err := locks.OpenLock(db, "llm", locks.Limit(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Do(ctx, "LOCK.HOLD", "llm", "k", "net-p1", "LIMIT", 2).Slice(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sem.Hold(ctx, "k", func(ctx context.Context, _ *locks.Lease) error {
+		if v, err := client.Do(ctx, "LOCK.HOLD", "llm", "k", "net-p2", "LIMIT", 2, "WAIT", 0).Result(); !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("a third permit of two: %v %v", v, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sem.TryHold(ctx, "k", func(context.Context, *locks.Lease) error { return nil }); err != nil {
+		t.Fatalf("the permit let go is free again: %v", err)
 	}
 }

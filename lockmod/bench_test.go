@@ -115,18 +115,22 @@ func BenchmarkRenew(b *testing.B) {
 // reqids, and returns the heap bytes per live lease. The caller's strings
 // (reqids, keys) are made before the first reading, but the Manager keeps its
 // own copies, and those count.
-func liveLeaseBytes(tb testing.TB, n int) float64 {
+func liveLeaseBytes(tb testing.TB, n int) float64 { return liveLeaseBytesLimit(tb, n, 1) }
+
+// liveLeaseBytesLimit is liveLeaseBytes with n/limit keys held with LIMIT
+// limit, limit leases each.
+func liveLeaseBytesLimit(tb testing.TB, n, limit int) float64 {
 	reqids := reqIDs(n)
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = "chat-" + strconv.Itoa(1_000_000+i)
+		keys[i] = "chat-" + strconv.Itoa(1_000_000+i/limit)
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	m := New(Config{Clock: NewFakeClock(start)})
 	for i := range n {
-		if _, err := m.Hold(HoldRequest{Lock: "summaries", Key: keys[i], ReqID: reqids[i], TTL: 10 * sec}).Result(); err != nil {
+		if _, err := m.Hold(HoldRequest{Lock: "summaries", Key: keys[i], ReqID: reqids[i], TTL: 10 * sec, Limit: limit}).Result(); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -232,17 +232,17 @@ func TestSPEC3_Info(t *testing.T) {
 	h.hold("l", "k", "b")
 	h.hold("l", "k", "c", wait(sec))
 	h.advance(1500 * ms) // c's WAIT ran out at 1s; its place lingers
-	want := KeyInfo{Fence: g.Fence, TTL: 8500 * ms, Held: 1500 * ms, MaxHold: 58500 * ms, Waiters: 2}
+	want := KeyInfo{Fence: g.Fence, TTL: 8500 * ms, Held: 1500 * ms, MaxHold: 58500 * ms, Waiters: 2, Holders: 1, Limit: 1}
 	if info := h.info("l", "k"); info != want {
 		t.Fatalf("info %+v, want %+v", info, want)
 	}
 	h.m.Release(g.LeaseID()) // b gets it, passing over c
-	want = KeyInfo{Fence: g.Fence + 1, TTL: 10 * sec, Held: 0, MaxHold: 0, Waiters: 1}
+	want = KeyInfo{Fence: g.Fence + 1, TTL: 10 * sec, Held: 0, MaxHold: 0, Waiters: 1, Holders: 1, Limit: 1}
 	if info := h.info("l", "k"); info != want {
 		t.Fatalf("info %+v, want %+v", info, want)
 	}
 	h.advance(500 * ms)
-	want = KeyInfo{Fence: g.Fence + 1, TTL: 9500 * ms, Held: 500 * ms, MaxHold: 0, Waiters: 0}
+	want = KeyInfo{Fence: g.Fence + 1, TTL: 9500 * ms, Held: 500 * ms, MaxHold: 0, Waiters: 0, Holders: 1, Limit: 1}
 	if info := h.info("l", "k"); info != want {
 		t.Fatalf("info %+v, want %+v (c's linger ended at 2s)", info, want)
 	}
@@ -258,7 +258,7 @@ func TestSPEC3_InfoFreeKeyWithLingeringPlaces(t *testing.T) {
 	mustFail(t, w1, ErrAbandoned)
 	mustFail(t, w2, ErrNotGranted)
 	h.m.Release(g.LeaseID())
-	want := KeyInfo{Fence: 0, TTL: 0, Held: 0, MaxHold: 0, Waiters: 2}
+	want := KeyInfo{Fence: 0, TTL: 0, Held: 0, MaxHold: 0, Waiters: 2, Limit: 1}
 	if info := h.info("l", "k"); info != want {
 		t.Fatalf("info %+v, want %+v", info, want)
 	}

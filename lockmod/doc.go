@@ -13,8 +13,11 @@
 //
 // # Invariants
 //
-//   - LOCK-01: at most one live lease per (lock, key), at every instant of store
-//     time. Lock keys are their own namespace, unrelated to kv keys.
+//   - LOCK-01: a (lock, key) has, at every instant of store time, at most
+//     one live lease, exclusive; or any number of SHARED ones and no
+//     exclusive one; or, held with LIMIT n, at most n. Each is a lease of
+//     its own: its id, fence, ttl, MAXHOLD, reqid and linger. Lock keys
+//     are their own namespace, unrelated to kv keys.
 //   - LOCK-02: fences are epoch<<32 + n, n counting grants in the epoch from 1
 //     across all locks and keys; before n would reach 2^32 the epoch is bumped
 //     through the EpochBumper, synchronously. Every fence is larger than every
@@ -31,10 +34,23 @@
 //     ttl, never past grant + MAXHOLD), and in the same critical section the
 //     first open request in line is granted, with a fresh fence, re-checked at
 //     the moment of grant (etcd#11456).
-//   - LOCK-08: lines are FIFO by the time a reqid first joined. A request whose
-//     WAIT ran out or that was abandoned leaves a lingering place for
-//     Config.Linger: it is passed over, never granted, and a retry with the same
-//     reqid resumes it.
+//   - LOCK-08: one line per key, FIFO by the time a reqid first joined.
+//     Whenever room is made (a lease ends, a waiting request leaves) the
+//     line grants from its head, in one step, as many open requests as now
+//     fit, and stops at the first that does not: no request overtakes an
+//     earlier one still waiting (a waiting writer holds back the readers
+//     behind it; a freed permit goes to the first in line). A newcomer is
+//     granted at once only if it fits and no open request waits ahead. A
+//     request whose WAIT ran out or that was abandoned leaves a lingering
+//     place for Config.Linger: it is passed over, never granted, and a
+//     retry with the same reqid resumes it.
+//   - LOCK-15: while a key has a live lease or a place in line, its LIMIT
+//     (1 for none) is in its keyState, or is 1 when it has none; a request
+//     with another is refused with a *LimitError before anything else is
+//     looked at but its reqid's key, a retry included, and changes nothing.
+//   - LOCK-16: each request keeps the OWNER text it was made with; a retry
+//     of its reqid does not change it. Info, List and Holders show it,
+//     never a lease id.
 //   - LOCK-10: a new Manager holds no lease and no waiter.
 //   - LOCK-13: a lease held in process (HoldRequest.InProcess) has no ttl
 //     deadline and is never renewed; only Release, MAXHOLD, Revoke and Close
@@ -88,14 +104,27 @@
 //   - A grant that fails (epoch bump or random source) answers that request
 //     with the error; it leaves the line and its reqid is not remembered.
 //
+// # Keys with more than one lease
+//
+// The keys table files each held key's newest live lease. A key that may
+// have more than one (held SHARED or with LIMIT), or that has a line, has
+// a keyState besides (Manager.states): its line, its LIMIT, whether its
+// leases are shared, and its live leases in grant order, a 16-byte entry
+// each. A plain mutex with nobody waiting has none, and costs what it cost
+// before there were other kinds. The contested heap files every live lease
+// of a key with a line; dueOf and Revoke walk a key's holders.
+//
 // # Memory
 //
 // No goroutine or timer per lease, and at most one allocation: a plain live
 // lease is one 88-byte place in a slab of requests, one string holding its
-// key's name and its reqid (an SDK's 32-hex-character reqid kept as its 16
-// bytes), an 8-byte slot in each of three hash tables (keys, reqids, lease
-// ids) that name requests by a 32-bit ref into the slab, a 4-byte ref in the
-// event heap, and a 16-byte entry in the order that List walks. What that
+// key's name, its owner (after a one-byte length) and its reqid (an SDK's
+// 32-hex-character reqid kept as its 16 bytes), an 8-byte slot in each of
+// three hash tables (keys, reqids, lease ids) that name requests by a
+// 32-bit ref into the slab, a 4-byte ref in the event heap, and a 16-byte
+// entry in the order that List walks. A permit or a reader adds its entry
+// among its key's holders and a share of its keyState
+// (TestMemoryPerLivePermit). What that
 // comes to is measured by TestMemoryPerLiveLease and given once, in
 // docs/operating.md; it was a quarter to a half more with Go maps, a heap
 // allocation per request and the reqid kept as text. A HOLD

@@ -56,8 +56,8 @@ func (m *Manager) dropAll(err error) {
 		m.timer.Stop()
 		m.timer = nil
 	}
-	for _, ln := range m.lines {
-		for r := ln.head; r != nil; r = r.rare.next {
+	for _, st := range m.states {
+		for r := st.head; r != nil; r = r.rare.next {
 			if w := r.rare.waiter; w != nil {
 				w.finish(Grant{}, err)
 			}
@@ -68,7 +68,7 @@ func (m *Manager) dropAll(err error) {
 	}
 	clear(m.heldInProcess)
 	m.keys.clear()
-	clear(m.lines)
+	clear(m.states)
 	m.order.clear()
 	m.leases.clear()
 	m.reqs.clear()
@@ -76,4 +76,5 @@ func (m *Manager) dropAll(err error) {
 	m.contested = nil
 	m.slab = slab{}
 	m.waiters = 0
+	m.live = 0
 }

@@ -56,6 +56,21 @@ const (
 	ReasonUnknownLease = lockspec.ReasonUnknownLease
 )
 
+// LimitError refuses a request whose LIMIT (its absence included)
+// disagrees with the one its key is in use with: while the key has a live
+// lease or a place in line (LOCK-15). Its Error is what resp answers after
+// "-ERR ".
+type LimitError struct {
+	Limit int // the key's; 1: in use without LIMIT
+}
+
+func (e *LimitError) Error() string {
+	if e.Limit <= 1 {
+		return "this key is in use without LIMIT"
+	}
+	return fmt.Sprintf("this key is in use with LIMIT %d", e.Limit)
+}
+
 // LostError says why a lease is lost. Its Error is the reason alone, so that
 // resp can answer "-LOST " + err.Error().
 type LostError struct{ Reason string }

@@ -177,12 +177,16 @@ func (m *Manager) run(r *request, now instant) {
 	case live:
 		m.expire(r, now)
 	case waiting:
-		m.linger(r, r.at, ErrNotGranted)
+		// What this place held back goes ahead (LOCK-08).
+		at := r.at
+		m.linger(r, at, ErrNotGranted)
+		m.grantNext(r.name(), at, now)
+		m.settle(r.name())
 	case lingering:
 		name := r.name()
 		m.leave(r)
 		m.forget(r)
-		m.unlistIfIdle(name)
+		m.settle(name)
 	case ended:
 		m.forget(r)
 	}

@@ -128,9 +128,9 @@ func checkEmpty(t *testing.T, m *Manager) {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n := m.keys.len() + len(m.lines) + m.leases.len() + m.reqs.len() + m.events.len() + m.waiters + m.slab.used; n != 0 {
-		t.Fatalf("manager not empty: keys %d lines %d leases %d reqs %d events %d waiters %d requests %d",
-			m.keys.len(), len(m.lines), m.leases.len(), m.reqs.len(), m.events.len(), m.waiters, m.slab.used)
+	if n := m.keys.len() + len(m.states) + m.leases.len() + m.reqs.len() + m.events.len() + m.waiters + m.live + m.slab.used; n != 0 {
+		t.Fatalf("manager not empty: keys %d states %d leases %d reqs %d events %d waiters %d live %d requests %d",
+			m.keys.len(), len(m.states), m.leases.len(), m.reqs.len(), m.events.len(), m.waiters, m.live, m.slab.used)
 	}
 }
 
@@ -182,8 +182,8 @@ func checkInvariants(m *Manager) (err error) {
 		if r.phase != live && r.phase != ended {
 			fail("lease %x: bad record %+v", r.id, r)
 		}
-		if r.phase == live && m.holder(r.name()) != r {
-			fail("lease %x: live but not its key's holder (LOCK-01)", r.id)
+		if r.phase == live && !isHolder(m, r) {
+			fail("lease %x: live but not among its key's holders (LOCK-01)", r.id)
 		}
 		if r.index < 0 && r.at != never {
 			fail("lease %x: not scheduled", r.id)
@@ -192,14 +192,47 @@ func checkInvariants(m *Manager) (err error) {
 			fail("lease %x: keeps its place in line", r.id)
 		}
 	})
-	places := 0
-	for name, ln := range m.lines {
-		if ln.n == 0 {
-			fail("line %q: empty but kept", name)
+	places, nLive := 0, 0
+	m.keys.each(func(_, ref uint32) {
+		if m.states[m.slab.get(ref).name()] == nil {
+			nLive++
 		}
+	})
+	for name, st := range m.states {
+		if st.n == 0 && (st.live == 0 || st.limit == 1 && !st.shared) {
+			fail("key %q: state kept without need", name)
+		}
+		if st.limit == 0 || st.limit > 1 && st.shared {
+			fail("key %q: limit %d shared %v", name, st.limit, st.shared)
+		}
+		hs := 0
+		var last uint64
+		for _, e := range st.holders {
+			if e.fence <= last {
+				fail("key %q: holders out of order", name)
+			}
+			last = e.fence
+			if e.ref == 0 {
+				continue
+			}
+			hs++
+			if r := m.slab.get(e.ref); r.phase != live || r.fence != e.fence || r.name() != name {
+				fail("key %q: holder %d not a live lease of it", name, e.fence)
+			}
+		}
+		if len(st.holders) > 0 && (st.holders[0].ref == 0 || st.holders[len(st.holders)-1].ref == 0) {
+			fail("key %q: a tombstone at an end of its holders", name)
+		}
+		if hs != st.live || st.live > 0 && m.holder(name) != m.slab.get(st.holders[len(st.holders)-1].ref) || st.live == 0 && m.holder(name) != nil {
+			fail("key %q: %d holders, live %d, or the newest not filed in keys", name, hs, st.live)
+		}
+		if st.limit > 1 && st.live > int(st.limit) || st.limit == 1 && !st.shared && st.live > 1 {
+			fail("key %q: %d live leases, limit %d, shared %v (LOCK-01)", name, st.live, st.limit, st.shared)
+		}
+		nLive += st.live
 		n, open := 0, 0
 		var prev *request
-		for r := ln.head; r != nil; r = r.rare.next {
+		for r := st.head; r != nil; r = r.rare.next {
 			n++
 			if r.rare.prev != prev || r.name() != name || m.byReqKey(r.reqKey(), r.hexReqID) != r {
 				return fmt.Errorf("line %q: broken at %q", name, r.reqID())
@@ -219,16 +252,26 @@ func checkInvariants(m *Manager) (err error) {
 			}
 			prev = r
 		}
-		if prev != ln.tail || n != ln.n {
+		if prev != st.tail || n != st.n {
 			fail("line %q: tail or count wrong", name)
 		}
-		if open > 0 && m.holder(name) == nil {
-			fail("line %q: free key with %d open waiters (LOCK-06)", name, open)
+		// LOCK-06, LOCK-08: the first open request does not fit, else it
+		// would have been granted in the step that made room.
+		for r := st.head; r != nil; r = r.rare.next {
+			if r.rare.waiter != nil {
+				if m.fits(name, st, r.rare.shared) {
+					fail("line %q: open request %q fits and waits (LOCK-06)", name, r.reqID())
+				}
+				break
+			}
 		}
 		places += n
 	}
 	if places != m.waiters {
 		fail("waiters %d, places %d", m.waiters, places)
+	}
+	if nLive != m.live {
+		fail("live %d, leases counted %d", m.live, nLive)
 	}
 	if err := checkOrder(m); err != nil {
 		fail("order: %v", err)
@@ -285,7 +328,10 @@ func checkOrder(m *Manager) error {
 			n = -1
 		}
 	})
-	for name := range m.lines {
+	for name, st := range m.states {
+		if st.n == 0 {
+			continue
+		}
 		if m.holder(name) == nil {
 			want++
 		}
@@ -405,4 +451,11 @@ func checkSlab(m *Manager) error {
 		return fmt.Errorf("%d free and %d in use of %d", free, s.used, total)
 	}
 	return nil
+}
+
+// isHolder reports whether live lease r is among its key's holders.
+func isHolder(m *Manager, r *request) bool {
+	found := false
+	m.eachHolder(r.name(), func(h *request) { found = found || h == r })
+	return found
 }

@@ -4,6 +4,7 @@ package lockmod
 // joins the line of its key; a grant takes a fresh lease id and fence.
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -28,6 +29,19 @@ type HoldRequest struct {
 	// line and takes its fence from the same counter as any other request;
 	// TTL only sets how long its reqid is remembered after it ends.
 	InProcess bool
+
+	// Limit n > 1 lets the key admit up to n live leases at once (a
+	// semaphore); 0 and 1 mean none. Every request for a key in use must
+	// agree on it (LOCK-15): Hold refuses one that does not with a
+	// *LimitError.
+	Limit int
+	// Shared asks for a lease that shares a key held without LIMIT with
+	// other shared leases (a reader). Beside a Limit it is ignored (resp
+	// refuses the two together).
+	Shared bool
+	// Owner is shown of the lease by Info, List and Holders, never a
+	// credential (LOCK-16). A retry of the reqid keeps the first one's.
+	Owner string
 }
 
 // Grant is a lease as its holder learns it.
@@ -51,7 +65,9 @@ func (g Grant) LeaseID() string {
 func (g Grant) AppendLeaseID(b []byte) []byte { return hex.AppendEncode(b, g.id[:]) }
 
 // Hold asks for (lock, key). It never waits: the ticket it returns is done
-// already, or waits in the line (LOCK-08).
+// already, or waits in the line (LOCK-08). It is granted at once when the
+// lease fits beside the key's live ones (LOCK-01) and no open request waits
+// in line ahead of it.
 func (m *Manager) Hold(req HoldRequest) Ticket {
 	now, behind, err := m.beginFocused()
 	if err != nil {
@@ -61,14 +77,22 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	// The key's name and the reqid as kept, side by side in one buffer: a
-	// new request copies both at once into its text.
-	var buf [128]byte
+	limit := uint32(1)
+	if req.Limit > 1 {
+		limit = uint32(min(req.Limit, math.MaxUint32))
+		req.Shared = false // a semaphore's permits are all alike
+	}
+	// The key's name, the owner and the reqid as kept, side by side in one
+	// buffer: a new request copies them at once into its text.
+	var buf [192]byte
 	text := keyName(buf[:0], req.Lock, req.Key)
 	nameLen := len(text)
+	text = binary.AppendUvarint(text, uint64(len(req.Owner)))
+	text = append(text, req.Owner...)
+	reqStart := len(text)
 	text, hexForm := appendReqKey(text, req.ReqID)
 	name := view(text[:nameLen])
-	reqKey := view(text[nameLen:])
+	reqKey := view(text[reqStart:])
 	if behind {
 		if err := m.catchUp(now, name, m.byReqKey(reqKey, hexForm)); err != nil {
 			return m.answered(Grant{}, err)
@@ -77,26 +101,39 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 	defer m.finish(now)
 
 	// LOCK-03: one grant per reqid.
-	if r := m.byReqKey(reqKey, hexForm); r != nil {
-		if r.name() != name {
-			return m.answered(Grant{}, ErrReqIDInUse)
-		}
+	r := m.byReqKey(reqKey, hexForm)
+	if r != nil && r.name() != name {
+		return m.answered(Grant{}, ErrReqIDInUse)
+	}
+	// LOCK-15: a request that disagrees on LIMIT changes nothing, a retry
+	// included.
+	st := m.states[name]
+	if in, ok := m.keyLimit(name, st); ok && in != limit {
+		return m.answered(Grant{}, &LimitError{Limit: int(in)})
+	}
+	if r != nil {
 		switch r.phase {
 		case live:
 			return m.answered(m.grantOf(r, now), nil)
 		case ended:
 			return m.answered(Grant{}, r.reason.lost())
 		default:
-			return m.resume(r, req, ttl, now)
+			return m.resume(r, st, req, ttl, now)
 		}
 	}
 
-	if m.holder(name) == nil {
-		// The key is free, so nobody open waits for it: the places in its
-		// line, if any, linger and are passed over.
+	// A lease that fits now is granted unless an open request waits ahead
+	// of it (LOCK-08); lingering places are passed over. Only a shared
+	// request on a key held shared can fit with one waiting (a writer).
+	if m.fits(name, st, req.Shared) && !(req.Shared && openAhead(st, nil)) {
 		r := m.newRequest(text, nameLen, hexForm, ttl)
-		if err := m.grant(r, req.MaxHold, newEnding(req), now); err != nil {
+		if limit > 1 || req.Shared {
+			st = m.stateFor(r.name(), limit) // its own copy of the name: the map keeps it
+		}
+		if err := m.grant(r, req.Shared, req.MaxHold, newEnding(req), now); err != nil {
+			own := r.name() // settle keeps what it is given (the order may)
 			m.slab.release(r)
+			m.settle(own)
 			return m.answered(Grant{}, err)
 		}
 		m.reqs.put(m.hashName(r.reqKey()), r.ref)
@@ -105,12 +142,11 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 	if req.HasWait && req.Wait <= 0 {
 		return m.answered(Grant{}, ErrNotGranted) // try once: never joins the line
 	}
-	r := m.newRequest(text, nameLen, hexForm, ttl)
+	r = m.newRequest(text, nameLen, hexForm, ttl)
 	w := &waiter{done: make(chan struct{}), m: m, req: r}
-	r.rare = &rare{waiter: w, maxHold: req.MaxHold, joinedAt: now, ending: newEnding(req)}
+	r.rare = &rare{waiter: w, maxHold: req.MaxHold, joinedAt: now, ending: newEnding(req), shared: req.Shared}
 	r.phase = waiting
-	m.join(r)
-	m.contest(m.holder(name))
+	m.join(r, limit)
 	m.reqs.put(m.hashName(r.reqKey()), r.ref)
 	if req.HasWait {
 		r.at = now.add(req.Wait)
@@ -134,37 +170,41 @@ func (m *Manager) newRequest(text []byte, nameLen int, hexForm bool, ttl time.Du
 }
 
 // resume answers a retry of a request that has a place in line, waiting or
-// lingering: the retry takes the place over (LOCK-03, LOCK-08).
-func (m *Manager) resume(r *request, req HoldRequest, ttl time.Duration, now instant) Ticket {
+// lingering: the retry takes the place over (LOCK-03, LOCK-08), with its
+// own TTL, WAIT, MAXHOLD and SHARED, and the first request's owner.
+func (m *Manager) resume(r *request, st *keyState, req HoldRequest, ttl time.Duration, now instant) Ticket {
 	p := r.rare
 	if p.waiter != nil {
 		p.waiter.finish(Grant{}, ErrSuperseded)
 		p.waiter = nil
 	}
-	r.ttl, p.maxHold, p.ending = ttl, req.MaxHold, newEnding(req)
-	if name := r.name(); m.holder(name) == nil {
-		// Free key: no open request is ahead of this one (they would hold it),
-		// so it is first among the open ones. Grant now, re-checked here.
+	r.ttl, p.maxHold, p.ending, p.shared = ttl, req.MaxHold, newEnding(req), req.Shared
+	name := r.name()
+	if m.fits(name, st, p.shared) && !openAhead(st, r) {
+		// First among the open requests, and room for it: grant now,
+		// re-checked here.
 		m.leave(r)
-		if err := m.grant(r, p.maxHold, p.ending, now); err != nil {
+		if err := m.grant(r, p.shared, p.maxHold, p.ending, now); err != nil {
 			m.forget(r)
-			m.unlistIfIdle(name)
+			m.settle(name)
 			return m.answered(Grant{}, err)
 		}
+		m.settle(name)
 		return m.answered(m.grantOf(r, now), nil)
 	}
 	if req.HasWait && req.Wait <= 0 {
 		// Try once: not granted, and the place lingers from now as if a
-		// WAIT had just run out.
+		// WAIT had just run out; what it held back goes ahead.
 		r.phase = lingering
 		r.at = now.add(m.lingerFor)
 		m.events.schedule(r)
+		m.grantNext(name, now, now)
+		m.settle(name)
 		return m.answered(Grant{}, ErrNotGranted)
 	}
 	w := &waiter{done: make(chan struct{}), m: m, req: r}
 	p.waiter = w
 	r.phase = waiting
-	m.contest(m.holder(r.name()))
 	if req.HasWait {
 		r.at = now.add(req.Wait)
 		m.events.schedule(r)
@@ -196,12 +236,14 @@ func (m *Manager) deadline(r *request, now instant, ttl time.Duration) instant {
 	return d
 }
 
-// grant makes r the live lease of its key for r.ttl, with a fresh id and
-// fence. The caller has checked, in this same critical section, that the key
-// is free and that r is the first open request for it (etcd#11456). r is out
-// of the line. ending is not nil for a lease held in process (LOCK-13): its
-// only deadline is its MAXHOLD's, if it has one.
-func (m *Manager) grant(r *request, maxHold time.Duration, ending *Ending, now instant) error {
+// grant makes r a live lease of its key for r.ttl, with a fresh id and
+// fence. The caller has checked, in this same critical section, that it
+// fits beside the key's live leases and that no open request for the key
+// is ahead of it (etcd#11456), and has made the key a keyState if r is
+// shared or held with LIMIT. r is out of the line. ending is not nil for a
+// lease held in process (LOCK-13): its only deadline is its MAXHOLD's, if
+// it has one.
+func (m *Manager) grant(r *request, shared bool, maxHold time.Duration, ending *Ending, now instant) error {
 	id, err := m.newLeaseID()
 	if err != nil {
 		return err
@@ -233,7 +275,21 @@ func (m *Manager) grant(r *request, maxHold time.Duration, ending *Ending, now i
 	}
 	r.phase = live
 	m.leases.put(id.hash(), r.ref)
-	m.keys.put(m.hashName(r.name()), r.ref) // LOCK-01: the caller saw no live lease here
+	// r is the key's newest lease now: the keys table files it in place of
+	// the one before, and the order lists the key with it.
+	h := m.hashName(r.name())
+	if old := m.holder(r.name()); old != nil {
+		m.keys.del(h, old.ref)
+	}
+	m.keys.put(h, r.ref)
+	if st := m.states[r.name()]; st != nil {
+		st.shared = shared // LOCK-01: the caller saw it fits
+		st.addHolder(r)
+		if st.n > 0 {
+			m.contest(r)
+		}
+	}
+	m.live++
 	m.order.add(r)
 	if ending != nil {
 		m.heldInProcess[ending] = struct{}{}

@@ -42,7 +42,7 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 	}
 	r.at = m.deadline(r, now, ttl)
 	m.events.schedule(r)
-	if m.lines[r.name()] != nil {
+	if st := m.states[r.name()]; st != nil && st.n > 0 {
 		m.contest(r)
 	}
 	m.stats.RenewalsTotal++
@@ -91,29 +91,71 @@ func (m *Manager) beginLease(id leaseID) (now instant, err error) {
 	return now, m.catchUp(now, name, r)
 }
 
-// Revoke ends the live lease of (lock, key), if any, with reason "revoked by
-// admin", and grants the next open waiter. It reports whether it ended one.
-func (m *Manager) Revoke(lock, key string) bool {
+// Revoke ends every live lease of (lock, key), with reason "revoked by
+// admin", and grants the next in line. It reports whether it ended one.
+func (m *Manager) Revoke(lock, key string) bool { return m.RevokeFence(lock, key, 0) > 0 }
+
+// RevokeFence ends the live leases of (lock, key) with reason "revoked by
+// admin" — with fence > 0, only the one with that fence — and grants the
+// next in line as each ends. It returns how many it ended.
+func (m *Manager) RevokeFence(lock, key string, fence uint64) int {
 	now, ok := m.begin()
 	if !ok {
-		return false
+		return 0
 	}
 	defer m.finish(now)
 	var buf [128]byte
-	r := m.holder(view(keyName(buf[:0], lock, key)))
-	if r == nil {
-		return false
+	name := view(keyName(buf[:0], lock, key))
+	// The leases live now, not those granted as these end.
+	var ended []*request
+	m.eachHolder(name, func(r *request) {
+		if fence == 0 || r.fence == fence {
+			ended = append(ended, r)
+		}
+	})
+	for _, r := range ended {
+		m.end(r, revokedByAdmin, now, now)
 	}
-	m.end(r, revokedByAdmin, now, now)
-	return true
+	return len(ended)
 }
 
-// end ends live lease r at instant at for reason why, and at now grants the
-// key to the first open request in its line, in the same critical section
-// (LOCK-06: no gap in which a newcomer can take the key).
+// eachHolder calls f with each live lease of the key named name, oldest
+// first. f must not change the key.
+func (m *Manager) eachHolder(name string, f func(r *request)) {
+	st := m.states[name]
+	if st == nil {
+		if r := m.holder(name); r != nil {
+			f(r)
+		}
+		return
+	}
+	for _, e := range st.holders {
+		if e.ref != 0 {
+			f(m.slab.get(e.ref))
+		}
+	}
+}
+
+// end ends live lease r at instant at for reason why, and at now grants
+// the key to as many of the first open requests in its line as now fit, in
+// the same critical section (LOCK-06: no gap in which a newcomer can take
+// the key).
 func (m *Manager) end(r *request, why reason, at, now instant) {
 	ending := r.ending()
-	m.keys.del(m.hashName(r.name()), r.ref)
+	name := r.name()
+	h := m.hashName(name)
+	st := m.states[name]
+	if st != nil {
+		st.dropHolder(r)
+	}
+	m.live--
+	if m.keys.del(h, r.ref) && st != nil && st.live > 0 {
+		// r was the newest; the newest left takes its place, in the keys
+		// table and in the order.
+		newest := m.slab.get(st.holders[len(st.holders)-1].ref)
+		m.keys.put(h, newest.ref)
+		m.order.add(newest)
+	}
 	r.phase = ended
 	r.reason = why
 	r.at = at.add(r.span()) // LOCK-03, LOCK-05: remembered for its ttl after it ends
@@ -132,46 +174,38 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 		m.stats.RevokedAdminTotal++
 	}
 	if m.trace != nil {
-		m.trace(traceEvent{at: at, name: r.name(), reqid: r.reqID(), id: r.id, fence: r.fence, reason: why})
+		m.trace(traceEvent{at: at, name: name, reqid: r.reqID(), id: r.id, fence: r.fence, reason: why})
 	}
 	if ending != nil {
 		delete(m.heldInProcess, ending)
 		ending.finish(why.lost()) // LOCK-13: at once, not at a renewal
 	}
 	if m.observer != nil {
-		lock, key := splitName(r.name())
+		lock, key := splitName(name)
 		m.observer.LeaseEnded(EndEvent{Lock: lock, Key: key, Fence: r.fence, Reason: reasonText[why], Held: time.Duration(at - r.grantedAt)})
 	}
-	name := r.name()
-	if m.lines[name] == nil {
-		// Nobody waits, and r held the key (LOCK-01): it is idle now.
-		m.order.remove(name)
-		return
+	if st != nil {
+		m.grantNext(name, at, now)
 	}
-	m.grantNext(name, at, now)
-	m.unlistIfIdle(name)
+	m.settle(name)
 }
 
-// unlistIfIdle takes name out of the order once its key is neither held
-// nor has a line.
-func (m *Manager) unlistIfIdle(name string) {
-	if m.holder(name) == nil && m.lines[name] == nil {
-		m.order.remove(name)
-	}
-}
-
-// grantNext grants the key name, free since freedAt, to the first open
-// request in its line, passing over lingering places (LOCK-08). A request
-// whose WAIT ran out before freedAt, its event not run yet (the contested
-// go first in a sweep), lingers from then instead. A request whose grant
-// fails (the epoch bump or the random source failed) is answered with the
-// error and leaves; the next one is tried.
+// grantNext grants the key name, with room since freedAt, to as many of
+// the first open requests in its line as now fit, in one step, passing over
+// lingering places (LOCK-08): consecutive shared requests together, or
+// permits while fewer than its LIMIT live. It stops at the first open
+// request that does not fit, so that none overtakes it: a writer holds back
+// the readers behind it. A request whose WAIT ran out before freedAt, its
+// event not run yet (the contested go first in a sweep), lingers from then
+// instead. A request whose grant fails (the epoch bump or the random source
+// failed) is answered with the error and leaves; the next one is tried. The
+// caller settles the key.
 func (m *Manager) grantNext(name string, freedAt, now instant) {
-	ln := m.lines[name]
-	if ln == nil {
+	st := m.states[name]
+	if st == nil {
 		return
 	}
-	for r := ln.head; r != nil; {
+	for r := st.head; r != nil; {
 		p := r.rare
 		next := p.next
 		if p.waiter != nil && r.index >= 0 && r.at < freedAt {
@@ -181,17 +215,17 @@ func (m *Manager) grantNext(name string, freedAt, now instant) {
 			r = next
 			continue
 		}
+		if !m.fits(name, st, p.shared) {
+			return
+		}
 		m.leave(r)
-		if err := m.grant(r, p.maxHold, p.ending, now); err != nil {
+		if err := m.grant(r, p.shared, p.maxHold, p.ending, now); err != nil {
 			p.waiter.finish(Grant{}, err)
 			m.forget(r)
 			r = next
 			continue
 		}
 		p.waiter.finish(m.grantOf(r, now), nil)
-		if m.lines[name] != nil {
-			m.contest(r)
-		}
-		return
+		r = next
 	}
 }

@@ -13,6 +13,8 @@ type ListEntry struct {
 	// InProcess: the lease is held in the store's own process, with no
 	// ttl deadline (LOCK-13).
 	InProcess bool
+	Holders   int    // live leases
+	Owner     string // the newest live lease's OWNER, "" if none (LOCK-16)
 }
 
 // DefaultListCount is how many keys a List step looks at when asked for
@@ -40,13 +42,13 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 		_, key := splitName(name)
 		e := ListEntry{Key: key}
 		if r := m.holder(name); r != nil {
-			e.Fence = r.fence
+			e.Fence, e.Owner, e.Holders = r.fence, r.owner(), 1
 			if e.InProcess = r.ending() != nil; !e.InProcess {
 				e.TTL = time.Duration(r.at - now)
 			}
 		}
-		if ln := m.lines[name]; ln != nil {
-			e.Waiters = ln.n
+		if st := m.states[name]; st != nil {
+			e.Waiters, e.Holders = st.n, st.live
 		}
 		entries = append(entries, e)
 	})
@@ -54,10 +56,12 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 }
 
 // KeyInfo is what LOCK.INFO shows of a (lock, key). Never a lease id.
-// A free key (Fence 0) has no deadline: its TTL and Held are 0; a lease
-// without MAXHOLD has a MaxHold of 0. A live lease's TTL and MaxHold are
-// always above 0: at its deadline it has ended. A lease held in process has
-// no ttl deadline: its TTL is 0 and InProcess is true (LOCK-13).
+// Fence, TTL, InProcess, Held, MaxHold and Owner are those of the newest
+// live lease (the largest fence). A free key (Fence 0) has no deadline: its
+// TTL and Held are 0; a lease without MAXHOLD has a MaxHold of 0. A live
+// lease's TTL and MaxHold are always above 0: at its deadline it has ended.
+// A lease held in process has no ttl deadline: its TTL is 0 and InProcess
+// is true (LOCK-13).
 type KeyInfo struct {
 	Fence     uint64        // 0 if free
 	TTL       time.Duration // to the deadline
@@ -65,6 +69,21 @@ type KeyInfo struct {
 	Held      time.Duration // since the grant
 	MaxHold   time.Duration // to the MAXHOLD revocation
 	Waiters   int           // places in line, lingering ones included
+	Holders   int           // live leases (LOCK-01)
+	Limit     int           // the key's LIMIT, 1 when none (LOCK-15)
+	Shared    bool          // its live leases are SHARED
+	Owner     string        // "" if none was given (LOCK-16)
+}
+
+// Holder is one live lease as Holders shows it. Never a lease id.
+type Holder struct {
+	Fence     uint64
+	TTL       time.Duration // to the deadline; 0 if held in process
+	InProcess bool
+	Held      time.Duration // since the grant
+	MaxHold   time.Duration // to the MAXHOLD revocation; 0 if none
+	Shared    bool
+	Owner     string
 }
 
 // Info describes (lock, key); false when it is free and nobody waits.
@@ -79,23 +98,54 @@ func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
 		return KeyInfo{}, false
 	}
 	defer m.finish(now)
-	r, ln := m.holder(name), m.lines[name]
-	if r == nil && ln == nil {
+	r, st := m.holder(name), m.states[name]
+	if r == nil && st == nil {
 		return KeyInfo{}, false
 	}
-	var info KeyInfo
-	if ln != nil {
-		info.Waiters = ln.n
+	info := KeyInfo{Limit: 1}
+	if st != nil {
+		info.Waiters, info.Holders, info.Limit, info.Shared = st.n, st.live, int(st.limit), st.shared
 	}
 	if r != nil {
-		info.Fence = r.fence
-		if info.InProcess = r.ending() != nil; !info.InProcess {
-			info.TTL = time.Duration(r.at - now)
+		if st == nil {
+			info.Holders = 1
 		}
-		info.Held = time.Duration(now - r.grantedAt)
-		if md := r.maxDeadline(); md != 0 {
-			info.MaxHold = time.Duration(md - now)
-		}
+		h := m.holderOf(r, info.Shared, now)
+		info.Fence, info.TTL, info.InProcess, info.Held, info.MaxHold, info.Owner = h.Fence, h.TTL, h.InProcess, h.Held, h.MaxHold, h.Owner
 	}
 	return info, true
+}
+
+// holderOf is live lease r as Holders shows it at now.
+func (m *Manager) holderOf(r *request, shared bool, now instant) Holder {
+	h := Holder{Fence: r.fence, Shared: shared, Owner: r.owner(), Held: time.Duration(now - r.grantedAt)}
+	if h.InProcess = r.ending() != nil; !h.InProcess {
+		h.TTL = time.Duration(r.at - now)
+	}
+	if md := r.maxDeadline(); md != 0 {
+		h.MaxHold = time.Duration(md - now)
+	}
+	return h
+}
+
+// Holders lists every live lease of (lock, key), oldest first; none when
+// it is free.
+func (m *Manager) Holders(lock, key string) []Holder {
+	now, behind, err := m.beginFocused()
+	if err != nil {
+		return nil
+	}
+	var buf [128]byte
+	name := view(keyName(buf[:0], lock, key))
+	if behind && m.catchUp(now, name, nil) != nil {
+		return nil
+	}
+	defer m.finish(now)
+	shared := false
+	if st := m.states[name]; st != nil {
+		shared = st.shared
+	}
+	var hs []Holder
+	m.eachHolder(name, func(r *request) { hs = append(hs, m.holderOf(r, shared, now)) })
+	return hs
 }

@@ -72,12 +72,12 @@ type Manager struct {
 	// Every request is in the slab; the tables and the event heap name
 	// them by ref (see slab, table).
 	slab   slab
-	keys   table            // hashName(name) -> the key's live lease (LOCK-01)
-	lines  map[string]*line // (lock, key) -> its line, while it has places
-	order  *order           // every (lock, key) held or with a line, for List
-	leases table            // leaseID.hash -> live and remembered ended leases (LOCK-04, LOCK-05)
-	reqs   table            // hashName(reqid as kept) -> its place, lease or ended lease (LOCK-03)
-	events eventQueue       // LOCK-06
+	keys   table                // hashName(name) -> the key's newest live lease
+	states map[string]*keyState // (lock, key) -> its line, LIMIT and live leases, while it needs one (see keyState)
+	order  *order               // every (lock, key) held or with a line, for List
+	leases table                // leaseID.hash -> live and remembered ended leases (LOCK-04, LOCK-05)
+	reqs   table                // hashName(reqid as kept) -> its place, lease or ended lease (LOCK-03)
+	events eventQueue           // LOCK-06
 	// contested files the live leases whose keys have a line, so that a
 	// lagging sweep ends them first (LOCK-06).
 	contested contestedHeap
@@ -98,6 +98,7 @@ type Manager struct {
 	heldInProcess map[*Ending]struct{}
 
 	waiters int
+	live    int // live leases, on every key
 	stats   Stats
 	closed  bool
 	paused  bool          // by Pause, until Resume: every call is refused
@@ -139,7 +140,7 @@ func New(cfg Config) *Manager {
 		rand:      cfg.Rand,
 		epoch:     cfg.Epoch,
 		n:         cfg.FirstN,
-		lines:     make(map[string]*line),
+		states:    make(map[string]*keyState),
 		order:     newOrder(),
 
 		heldInProcess: make(map[*Ending]struct{}),
@@ -187,7 +188,8 @@ func (m *Manager) hashName(s string) uint32 {
 	return uint32(maphash.String(m.seed, s)>>32) & m.hashMask
 }
 
-// holder is the live lease of the key named name, nil if it is free.
+// holder is the newest live lease of the key named name (the largest
+// fence), nil if it is free.
 func (m *Manager) holder(name string) *request {
 	for p := m.keys.find(m.hashName(name)); ; {
 		ref := p.next()
@@ -250,7 +252,7 @@ func (m *Manager) Stats() Stats {
 	}
 	s := m.stats
 	s.Epoch = m.epoch
-	s.Leases = int64(m.keys.len())
+	s.Leases = int64(m.live)
 	s.Waiters = int64(m.waiters)
 	return s
 }
@@ -395,16 +397,27 @@ func (m *Manager) runDueOf(now instant, name string, r *request) bool {
 }
 
 // dueOf appends to events the due events of the key named name ("":
-// none): its live lease's end first, then its line's places'.
+// none): its live leases' ends first, then its line's places'.
 func (m *Manager) dueOf(events []*request, now instant, name string) []*request {
 	if name == "" {
 		return events
 	}
-	if h := m.holder(name); due(h, now) {
-		events = append(events, h)
+	st := m.states[name]
+	if st == nil {
+		if h := m.holder(name); due(h, now) {
+			events = append(events, h)
+		}
+		return events
 	}
-	if ln := m.lines[name]; ln != nil {
-		for w := ln.head; w != nil; w = w.rare.next {
+	for _, e := range st.holders {
+		if e.ref != 0 {
+			if h := m.slab.get(e.ref); due(h, now) {
+				events = append(events, h)
+			}
+		}
+	}
+	if st.n > 0 {
+		for w := st.head; w != nil; w = w.rare.next {
 			if due(w, now) {
 				events = append(events, w)
 			}

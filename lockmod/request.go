@@ -1,8 +1,10 @@
 package lockmod
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
+	"slices"
 	"time"
 	"unsafe"
 )
@@ -48,8 +50,9 @@ const (
 // live lease is one 88-byte place in the slab and one small string (see
 // "Memory" in the package doc).
 type request struct {
-	// text is the key's name (see keyName), then the reqid as kept (see
-	// appendReqKey): one allocation for both.
+	// text is the key's name (see keyName), the owner's length as a
+	// uvarint and the owner (LOCK-16), then the reqid as kept (see
+	// appendReqKey): one allocation for all three.
 	text      string
 	rare      *rare // while in line; for a lease with MAXHOLD or a longer renewal
 	id        leaseID
@@ -69,8 +72,31 @@ type request struct {
 // name is r's key's name, see keyName.
 func (r *request) name() string { return r.text[:r.nameLen] }
 
+// ownerSpan is where r's owner text lies in r.text.
+func (r *request) ownerSpan() (start, end int) {
+	i, n, shift := int(r.nameLen), 0, 0
+	for {
+		c := r.text[i]
+		i++
+		n |= int(c&0x7f) << shift
+		if c < 0x80 {
+			return i, i + n
+		}
+		shift += 7
+	}
+}
+
+// owner is the OWNER text r was asked for with, "" if none (LOCK-16).
+func (r *request) owner() string {
+	start, end := r.ownerSpan()
+	return r.text[start:end]
+}
+
 // reqKey is r's reqid as kept, see appendReqKey.
-func (r *request) reqKey() string { return r.text[r.nameLen:] }
+func (r *request) reqKey() string {
+	_, end := r.ownerSpan()
+	return r.text[end:]
+}
 
 // reqID is r's reqid as the client sent it.
 func (r *request) reqID() string {
@@ -88,6 +114,7 @@ type rare struct {
 	waiter     *waiter // the open request; nil while lingering
 	maxHold    time.Duration
 	joinedAt   instant // when its reqid first joined, for GrantEvent.Waited
+	shared     bool    // it asks for a SHARED lease (SPEC §12)
 
 	// Once granted.
 	maxDeadline instant       // grant + MAXHOLD; 0: none (LOCK-07)
@@ -127,14 +154,68 @@ func (r *request) span() time.Duration {
 	return max(r.ttl, r.rare.span)
 }
 
-// line is the FIFO of places for one (lock, key), in the order their reqids
-// first joined (LOCK-08). Lingering places stay where they are.
-type line struct {
+// keyState is what a (lock, key) needs beyond one plain lease: its line
+// of places (LOCK-08), the LIMIT every request for it agrees on while it is
+// in use (LOCK-15), and its live leases when it may have more than one
+// (LOCK-01). A key held by one exclusive lease without LIMIT, with nobody in
+// line, has none: that lease, in Manager.keys, is all there is to it, so a
+// plain mutex costs what it cost before there were other kinds. A key has
+// a keyState while it has a place in line, or live leases held with LIMIT
+// or SHARED (see Manager.settle).
+type keyState struct {
+	// The line: places in the order their reqids first joined. Lingering
+	// places stay where they are.
 	head, tail *request
 	n          int
+
+	limit  uint32 // the key's LIMIT (1: none)
+	shared bool   // its live leases are SHARED
+
+	// holders are the key's live leases in the order of their grants (so
+	// of their fences), ended ones left as tombstones (ref 0) until they
+	// are a good part of the slice; live counts the others.
+	holders []holderRef
+	live    int
 }
 
-// keyName packs (lock, key) into one map key: the length of lock as a uvarint,
+// holderRef is a live lease of a keyState: its fence, by which the slice
+// is sorted, and its ref in the slab (0 once it ended).
+type holderRef struct {
+	fence uint64
+	ref   uint32
+}
+
+// addHolder files r, just granted: its fence is the largest yet.
+func (st *keyState) addHolder(r *request) {
+	st.holders = append(st.holders, holderRef{fence: r.fence, ref: r.ref})
+	st.live++
+}
+
+// dropHolder takes r, a live lease of the key, out of its holders.
+func (st *keyState) dropHolder(r *request) {
+	i, ok := slices.BinarySearchFunc(st.holders, r.fence, func(h holderRef, f uint64) int { return cmp.Compare(h.fence, f) })
+	if !ok || st.holders[i].ref != r.ref {
+		panic("lockmod: a live lease missing from its key's holders")
+	}
+	st.holders[i].ref = 0
+	st.live--
+	// Tombstones at either end go at once, so that the first and the last
+	// entries are live; the rest when they are half the slice.
+	for len(st.holders) > 0 && st.holders[0].ref == 0 {
+		st.holders = st.holders[1:]
+	}
+	for len(st.holders) > 0 && st.holders[len(st.holders)-1].ref == 0 {
+		st.holders = st.holders[:len(st.holders)-1]
+	}
+	if len(st.holders) > 2*st.live+8 {
+		st.holders = slices.DeleteFunc(slices.Clone(st.holders), func(h holderRef) bool { return h.ref == 0 })
+	}
+	if st.live == 0 {
+		st.holders, st.shared = nil, false
+	}
+}
+
+// keyName packs// keyName packs (lock, key) into one map key: the length of lock as a uvarint,
 // lock, key. Any bytes may appear in either, so a separator would not do.
 func keyName(buf []byte, lock, key string) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(lock)))

@@ -59,6 +59,8 @@ func (t Ticket) Abandon() {
 		return
 	}
 	m.linger(r, now, ErrAbandoned)
+	m.grantNext(r.name(), now, now) // what it held back goes ahead (LOCK-08)
+	m.settle(r.name())
 }
 
 // finish answers the ticket. Called under m.mu, once.

@@ -164,12 +164,13 @@ func TestCommandDocsOfLocks(t *testing.T) {
 	nc := s.Dial()
 	br := bufio.NewReader(nc)
 	want := map[string]string{
-		"lock.hold":    "lock key reqid [TTL ms] [WAIT ms] [MAXHOLD ms]",
+		"lock.hold":    "lock key reqid [TTL ms] [WAIT ms] [MAXHOLD ms] [LIMIT n|SHARED] [OWNER text]",
 		"lock.renew":   "leaseid [TTL ms]",
 		"lock.release": "leaseid",
 		"lock.info":    "lock key",
 		"lock.list":    "lock [CURSOR cursor] [COUNT count]",
-		"lock.revoke":  "lock key",
+		"lock.revoke":  "lock key [FENCE f]",
+		"lock.holders": "lock key",
 	}
 	for name, wantHint := range want {
 		fmt.Fprintf(nc, "COMMAND DOCS %s\r\n", name)

@@ -24,8 +24,9 @@ import (
 
 // listEntry is one entry of a LOCK.LIST reply.
 type listEntry struct {
-	key                   string
-	fence, ttl, waiterCnt int64
+	key                            string
+	fence, ttl, waiterCnt, holders int64
+	owner                          string
 }
 
 // lockList runs one LOCK.LIST step and checks the reply's shape.
@@ -45,17 +46,19 @@ func lockList(t *testing.T, c *redis.Client, args ...any) (string, []listEntry) 
 	var out []listEntry
 	for _, raw := range v[1].([]any) {
 		e, ok := raw.([]any)
-		if !ok || len(e) != 4 {
-			t.Fatalf("LOCK.LIST %v: entry %#v, want [key fence ttl waiters]", args, raw)
+		if !ok || len(e) != 6 {
+			t.Fatalf("LOCK.LIST %v: entry %#v, want [key fence ttl waiters holders owner]", args, raw)
 		}
 		key, ok0 := e[0].(string)
 		fence, ok1 := e[1].(int64)
 		ttl, ok2 := e[2].(int64)
 		waiters, ok3 := e[3].(int64)
-		if !ok0 || !ok1 || !ok2 || !ok3 {
-			t.Fatalf("LOCK.LIST %v: entry %#v, want bulk, integer, integer, integer", args, e)
+		holders, ok4 := e[4].(int64)
+		owner, ok5 := e[5].(string)
+		if !ok0 || !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+			t.Fatalf("LOCK.LIST %v: entry %#v, want bulk, integer, integer, integer, integer, bulk", args, e)
 		}
-		out = append(out, listEntry{key, fence, ttl, waiters})
+		out = append(out, listEntry{key, fence, ttl, waiters, holders, owner})
 	}
 	return cursor, out
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/tenure-db/tenure/lockmod"
 )
 
-// Lock commands (SPEC §3): LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO,
-// LOCK.LIST, LOCK.REVOKE. The semantics are lockmod's; this file parses, waits and
-// replies.
+// Lock commands (SPEC §3, §12): LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE,
+// LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE. The semantics are
+// lockmod's; this file parses, waits and replies.
 
 // maxWait is LOCK.HOLD's longest WAIT, about 35 years: "no limit" in
 // practice. The other ranges of SPEC §3 are lockspec's.
@@ -61,6 +61,9 @@ func (c *conn) lockError(err error) {
 		c.out.Error("LOST", lost.Reason)
 	case errors.Is(err, lockmod.ErrSuperseded), errors.Is(err, lockmod.ErrReqIDInUse), errors.Is(err, lockmod.ErrHeldInProcess):
 		c.out.Err(err.Error())
+	case errors.As(err, new(*lockmod.LimitError)):
+		c.out.Err(err.Error()) // LOCK-15: "this key is in use with LIMIT 5"
+
 	case errors.Is(err, lockmod.ErrNoEpoch):
 		c.out.Error("TRYAGAIN", "this node stopped leading: its leases ended with its epoch")
 	case errors.Is(err, lockmod.ErrPaused):
@@ -73,7 +76,8 @@ func (c *conn) lockError(err error) {
 	}
 }
 
-// cmdLockHold is LOCK.HOLD lock key reqid [TTL ms] [WAIT ms] [MAXHOLD ms].
+// cmdLockHold is LOCK.HOLD lock key reqid [TTL ms] [WAIT ms] [MAXHOLD ms]
+// [LIMIT n | SHARED] [OWNER text].
 // While it waits in line only its own connection blocks, and a client that
 // goes away is noticed at once: its request is withdrawn and its place
 // lingers (SPEC §3).
@@ -142,7 +146,29 @@ func holdRequest(args [][]byte) (lockmod.HoldRequest, string) {
 			req.MaxHold, msg = msArg("maxhold", v, lockspec.MinMaxHold, lockspec.MaxMaxHold)
 			return msg
 		}},
+		opt{name: "limit", value: true, once: true, set: func(v []byte) string {
+			n, ok := parseInt(v)
+			if !ok || n < 1 || n > lockspec.MaxLimit {
+				return "limit must be an integer from 1 to " + itoa(lockspec.MaxLimit)
+			}
+			req.Limit = int(n)
+			return ""
+		}},
+		opt{name: "shared", once: true, set: func([]byte) string {
+			req.Shared = true
+			return ""
+		}},
+		opt{name: "owner", value: true, once: true, set: func(v []byte) string {
+			if msg := lengthArg("owner", v, lockspec.MaxOwnerLen); msg != "" {
+				return msg
+			}
+			req.Owner = argView(v)
+			return ""
+		}},
 	)
+	if msg == "" && req.Shared && req.Limit != 0 {
+		msg = errSyntax // SPEC §3: LIMIT and SHARED together
+	}
 	return req, msg
 }
 
@@ -222,14 +248,16 @@ func cmdLockRelease(c *conn, args [][]byte) {
 }
 
 // cmdLockInfo never shows a lease id (LOCK-04: the id is the holder's
-// secret). Its reply is a map of five fields (SPEC §6: a map in RESP3).
+// secret). Its reply is a map of nine fields (SPEC §6: a map in RESP3);
+// with several live leases, fence, ttl, held, maxhold and owner are the
+// newest's (SPEC §3).
 func cmdLockInfo(c *conn, args [][]byte) {
 	info, ok := c.srv.locks.Info(string(args[1]), string(args[2]))
 	if !ok {
 		c.out.NullArray()
 		return
 	}
-	c.out.Map(5)
+	c.out.Map(9)
 	c.out.BulkString("fence")
 	c.out.Int(int64(info.Fence))
 	c.out.BulkString("ttl")
@@ -240,11 +268,50 @@ func cmdLockInfo(c *conn, args [][]byte) {
 	c.out.Int(msOrNone(info.MaxHold, info.MaxHold > 0))
 	c.out.BulkString("waiters")
 	c.out.Int(int64(info.Waiters))
+	c.out.BulkString("holders")
+	c.out.Int(int64(info.Holders))
+	c.out.BulkString("limit")
+	c.out.Int(int64(info.Limit))
+	c.out.BulkString("shared")
+	c.out.Int(boolInt(info.Shared))
+	c.out.BulkString("owner")
+	c.out.BulkString(info.Owner) // LOCK-16
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// cmdLockHolders is LOCK.HOLDERS lock key: every live lease of the key,
+// oldest first, each a map of fence, ttl, held, maxhold, shared, owner.
+// Never a lease id (LOCK-04, LOCK-16).
+func cmdLockHolders(c *conn, args [][]byte) {
+	hs := c.srv.locks.Holders(string(args[1]), string(args[2]))
+	c.out.Array(len(hs))
+	for _, h := range hs {
+		c.out.Map(6)
+		c.out.BulkString("fence")
+		c.out.Int(int64(h.Fence))
+		c.out.BulkString("ttl")
+		c.out.Int(msOrNone(h.TTL, !h.InProcess))
+		c.out.BulkString("held")
+		c.out.Int(ms(h.Held))
+		c.out.BulkString("maxhold")
+		c.out.Int(msOrNone(h.MaxHold, h.MaxHold > 0))
+		c.out.BulkString("shared")
+		c.out.Int(boolInt(h.Shared))
+		c.out.BulkString("owner")
+		c.out.BulkString(h.Owner)
+	}
 }
 
 // cmdLockList is LOCK.LIST lock [CURSOR c] [COUNT n]: a SCAN over the keys
 // of a lock that are held or waited for. Each entry is key, fence, ttl,
-// waiters; never a lease id (LOCK-04).
+// waiters, holders, owner (the newest live lease's fence, ttl and owner);
+// never a lease id (LOCK-04).
 func cmdLockList(c *conn, args [][]byte) {
 	var (
 		cursor uint64
@@ -273,16 +340,33 @@ func cmdLockList(c *conn, args [][]byte) {
 	c.out.BulkUint(next)
 	c.out.Array(len(entries))
 	for _, e := range entries {
-		c.out.Array(4)
+		c.out.Array(6)
 		c.out.BulkString(e.Key)
 		c.out.Int(int64(e.Fence))
 		c.out.Int(msOrNone(e.TTL, e.Fence != 0 && !e.InProcess))
 		c.out.Int(int64(e.Waiters))
+		c.out.Int(int64(e.Holders))
+		c.out.BulkString(e.Owner)
 	}
 }
 
-// cmdLockRevoke ends the lease; the line the log keeps of it is written by
-// the lock module's observer (see leaseObserver), as for MAXHOLD.
+// cmdLockRevoke is LOCK.REVOKE lock key [FENCE f]: it ends the key's live
+// leases, or only the one with fence f, and replies how many it ended. The
+// line the log keeps of each is written by the lock module's observer (see
+// leaseObserver), as for MAXHOLD.
 func cmdLockRevoke(c *conn, args [][]byte) {
-	c.out.Bool(c.srv.locks.Revoke(string(args[1]), string(args[2])))
+	var fence uint64
+	msg := parseOptions(args[3:], opt{name: "fence", value: true, once: true, set: func(v []byte) string {
+		n, ok := parseInt(v)
+		if !ok || n < 1 {
+			return "fence must be a positive integer"
+		}
+		fence = uint64(n)
+		return ""
+	}})
+	if msg != "" {
+		c.out.Err(msg)
+		return
+	}
+	c.out.Int(int64(c.srv.locks.RevokeFence(string(args[1]), string(args[2]), fence)))
 }

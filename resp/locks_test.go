@@ -298,12 +298,18 @@ func lockInfoFields(v any) (map[string]int64, error) {
 	case []any:
 		pairs = v
 	}
-	if len(pairs) != 10 {
-		return nil, fmt.Errorf("want 5 fields, got %v", v)
+	if len(pairs) != 18 {
+		return nil, fmt.Errorf("want 9 fields, got %v", v)
 	}
 	m := map[string]int64{}
 	for i := 0; i < len(pairs); i += 2 {
 		f, ok1 := pairs[i].(string)
+		if f == "owner" { // a bulk string (LOCK-16), the only field that is not an integer
+			if _, ok := pairs[i+1].(string); !ok {
+				return nil, fmt.Errorf("owner is %T", pairs[i+1])
+			}
+			continue
+		}
 		n, ok2 := pairs[i+1].(int64)
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("field %v is %T", pairs[i], pairs[i+1])
@@ -819,7 +825,9 @@ func lkServerTime(t testing.TB, c *lkConn, lock, key string) (time.Time, map[str
 	}
 	m := map[string]int64{}
 	for i := 0; i < len(info); i += 2 {
-		m[info[i].(string)] = info[i+1].(int64)
+		if n, ok := info[i+1].(int64); ok { // all but the owner
+			m[info[i].(string)] = n
+		}
 	}
 	return time.Unix(sec, usec*1000), m
 }
@@ -1157,7 +1165,7 @@ func TestLockInfoFields(t *testing.T) {
 	lkExpect(t, "free key", c.doS("LOCK.INFO", "L", "k"), "*-1")
 	g := lkGranted(t, c.do("LOCK.HOLD", "L", "k", "r", "TTL", "5000", "MAXHOLD", "8000"))
 	clock.Advance(1200 * time.Millisecond)
-	want := fmt.Sprintf(`["fence" :%d "ttl" :3800 "held" :1200 "maxhold" :6800 "waiters" :0]`, g.Fence)
+	want := fmt.Sprintf(`["fence" :%d "ttl" :3800 "held" :1200 "maxhold" :6800 "waiters" :0 "holders" :1 "limit" :1 "shared" :0 "owner" ""]`, g.Fence)
 	lkExpect(t, "held key", c.doS("LOCK.INFO", "L", "k"), want)
 
 	// Two waiters, one of whose WAIT runs out: both places counted.
@@ -1169,14 +1177,14 @@ func TestLockInfoFields(t *testing.T) {
 	clock.Advance(100 * time.Millisecond)
 	lkExpect(t, "WAIT ran out", lkFormat(w1.reply()), "*-1")
 	info := c.do("LOCK.INFO", "L", "k")
-	want = fmt.Sprintf(`["fence" :%d "ttl" :3700 "held" :1300 "maxhold" :6700 "waiters" :2]`, g.Fence)
+	want = fmt.Sprintf(`["fence" :%d "ttl" :3700 "held" :1300 "maxhold" :6700 "waiters" :2 "holders" :1 "limit" :1 "shared" :0 "owner" ""]`, g.Fence)
 	lkExpect(t, "held key with a line", lkFormat(info), want)
 	if strings.Contains(lkFormat(info), g.ID) {
 		t.Fatalf("LOCK.INFO shows the lease id: %s", lkFormat(info))
 	}
 	// No MAXHOLD: -1.
 	g2 := lkGranted(t, c.do("LOCK.HOLD", "L", "k2", "r2", "TTL", "5000"))
-	want = fmt.Sprintf(`["fence" :%d "ttl" :5000 "held" :0 "maxhold" :-1 "waiters" :0]`, g2.Fence)
+	want = fmt.Sprintf(`["fence" :%d "ttl" :5000 "held" :0 "maxhold" :-1 "waiters" :0 "holders" :1 "limit" :1 "shared" :0 "owner" ""]`, g2.Fence)
 	lkExpect(t, "no MAXHOLD", c.doS("LOCK.INFO", "L", "k2"), want)
 
 	// The waiter gets the key; then w2 closes while it waits on k2, its
@@ -1188,7 +1196,7 @@ func TestLockInfoFields(t *testing.T) {
 	w2.nc.Close()
 	lkBlocked(t, rdb, 0)
 	lkExpect(t, "release k2", c.doS("LOCK.RELEASE", g2.ID), ":1")
-	lkExpect(t, "free key with a lingering place", c.doS("LOCK.INFO", "L", "k2"), `["fence" :0 "ttl" :-1 "held" :-1 "maxhold" :-1 "waiters" :1]`)
+	lkExpect(t, "free key with a lingering place", c.doS("LOCK.INFO", "L", "k2"), `["fence" :0 "ttl" :-1 "held" :-1 "maxhold" :-1 "waiters" :1 "holders" :0 "limit" :1 "shared" :0 "owner" ""]`)
 	clock.Advance(time.Second)
 	lkExpect(t, "after the linger", c.doS("LOCK.INFO", "L", "k2"), "*-1")
 	lkExpect(t, "arity", c.doS("LOCK.INFO", "L"), "-ERR wrong number of arguments for 'lock.info' command")

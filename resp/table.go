@@ -356,7 +356,7 @@ func commandTable() map[string]*command {
 	group = "module"
 	//
 	// For a cluster client the key of a LOCK.* command is its lock name:
-	// HOLD, INFO, LIST and REVOKE name it first, so keys(1, 1, 1). A lock
+	// HOLD, INFO, LIST, HOLDERS and REVOKE name it first, so keys(1, 1, 1). A lock
 	// is one family of keys, and LOCK.LIST walks all of a lock's keys in one
 	// call, so all of them must live where one hash slot lives; hashing the
 	// lock name puts them there, and a hash tag in it ("{chat}summaries")
@@ -367,18 +367,22 @@ func commandTable() map[string]*command {
 	add("lock.hold", -4, RoleWrite, effWrite|effLocks|effBlock, 0, cmdLockHold, "Holds (lock, key) with a lease and a fence, waiting in line if it is held.", keys(1, 1, 1),
 		docs(Version, "O(log N) where N is the number of leases and places in line.",
 			argString("lock"), argString("key"), argString("reqid"),
-			argOption("TTL", "ms"), argOption("WAIT", "ms"), argOption("MAXHOLD", "ms")))
+			argOption("TTL", "ms"), argOption("WAIT", "ms"), argOption("MAXHOLD", "ms"),
+			argOneOf("kind", true, arg{Name: "n", Type: "integer", Token: "LIMIT"}, argWord("SHARED")),
+			arg{Name: "text", Type: "string", Token: "OWNER", Optional: true}))
 	add("lock.renew", -2, RoleWrite, effWrite|effLocks, FlagFast, cmdLockRenew, "Moves a lease's deadline to now + ttl.",
 		docs(Version, "O(log N) where N is the number of leases.", argString("leaseid"), argOption("TTL", "ms")))
 	add("lock.release", 2, RoleWrite, effWrite|effLocks, FlagFast, cmdLockRelease, "Ends a lease now; the next in line is granted.",
 		docs(Version, "O(log N) where N is the number of leases.", argString("leaseid")))
-	add("lock.info", 3, RoleRead, effRead|effLocks, FlagFast, cmdLockInfo, "Shows the fence, ttl and waiters of (lock, key); never a lease id.", keys(1, 1, 1),
+	add("lock.info", 3, RoleRead, effRead|effLocks, FlagFast, cmdLockInfo, "Shows the fence, ttl, waiters, holders, limit and owner of (lock, key); never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(1)", argString("lock"), argString("key")))
 	add("lock.list", -2, RoleRead, effRead|effLocks, 0, cmdLockList, "Walks the held and waited-for keys of a lock, like SCAN; never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(log N + COUNT) for every call, N the number of keys held or waited for. O(N) for a complete walk.",
 			argString("lock"), argOption("CURSOR", "cursor"), argOption("COUNT", "count")))
-	add("lock.revoke", 3, RoleAdmin, effWrite|effLocks, 0, cmdLockRevoke, "Ends the current lease of (lock, key) now.", keys(1, 1, 1),
-		docs(Version, "O(log N) where N is the number of leases and places in line.", argString("lock"), argString("key")))
+	add("lock.holders", 3, RoleRead, effRead|effLocks, 0, cmdLockHolders, "Lists every live lease of (lock, key), oldest first; never a lease id.", keys(1, 1, 1),
+		docs(Version, "O(H) where H is the number of live leases of the key.", argString("lock"), argString("key")))
+	add("lock.revoke", -3, RoleAdmin, effWrite|effLocks, 0, cmdLockRevoke, "Ends the live leases of (lock, key) now, or only the one with FENCE f.", keys(1, 1, 1),
+		docs(Version, "O(log N + H) where N is the number of leases and places in line, H the key's live leases.", argString("lock"), argString("key"), argOption("FENCE", "f")))
 	return t
 }
 

@@ -268,6 +268,9 @@ func parseLockCmd(e Event) (parsedCmd, bool) {
 		c.lock, c.key = e.Args[1], e.Args[2]
 		c.in.Cmd, c.in.ReqID, c.in.TTL, c.in.Wait = linmodel.Hold, e.Args[3], lockspec.DefaultTTL.Milliseconds(), -1
 		for i := 4; i+1 < len(e.Args); i += 2 {
+			if strings.EqualFold(e.Args[i], "owner") {
+				continue // what the store shows of the holder (LOCK-16): not in the model
+			}
 			n, err := strconv.ParseInt(e.Args[i+1], 10, 64)
 			if err != nil {
 				return c, false

@@ -35,6 +35,9 @@ type HoldRequest struct {
 	MaxHold          time.Duration // 0: no cap (LOCK-07)
 	Wait             time.Duration
 	HasWait          bool // false: wait without limit
+	Limit            int  // LIMIT n; 0 or 1: none (SPEC §12)
+	Shared           bool // a SHARED lease; never with a Limit
+	Owner            string
 }
 
 // ErrNotGranted: the key stayed held for the request's whole Wait.

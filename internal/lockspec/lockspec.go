@@ -20,6 +20,11 @@ const (
 	MaxLockLen  = 256  // bytes of a lock's name, at least 1
 	MaxKeyLen   = 1024 // bytes of a key, at least 1
 	MaxReqIDLen = 64   // bytes of a reqid, at least 1
+
+	// LIMIT n (SPEC §12): 1 to MaxLimit; LIMIT 1 is the same as none.
+	MaxLimit = 65536
+	// OWNER text (SPEC §12): 1 to MaxOwnerLen bytes.
+	MaxOwnerLen = 256
 )
 
 // Reasons a lease is lost, as the store spells them after "-LOST " (SPEC §4).

@@ -96,9 +96,35 @@
 // lostErr): errors.Is and errors.As find both. The reason travels in
 // LostError.Reason, spelled as the store spells it (SPEC §4).
 //
+// # Semaphores, readers and owners (SPEC §12)
+//
+// A Lock opened with Limit(n) is a semaphore: each key admits up to n
+// holders at once, each with a lease of its own (its own fence, renewal
+// and loss), so a holder that dies returns its permit within a ttl, and a
+// permit revoked by its fence (LOCK.REVOKE lock key FENCE f) cancels that
+// holder alone. Every holder of a key must agree on n while it is in use
+// (LOCK-15): a Hold with another limit fails without running fn.
+//
+//	llm, err := locks.OpenLock(store, "llm", locks.Limit(5)) // 5 calls at once
+//	err = llm.Hold(ctx, "openai", func(ctx context.Context, lease *locks.Lease) error { … })
+//
+// On a Lock without Limit, HoldShared and TryHoldShared hold a key as a
+// reader: readers share it, a Hold (a writer) has it alone. The line stays
+// one and FIFO (LOCK-08): a reader that comes while a writer waits waits
+// behind it, so no writer starves.
+//
+// Every lease carries an owner text, shown by LOCK.INFO, LOCK.LIST and
+// LOCK.HOLDERS: Owner(text), or "hostname:pid" by default (LOCK-16). It is
+// information, never a credential.
+//
+// Everything above of a Hold — renewal, loss, cancellation, lost even if
+// fn succeeded, retries with one reqid, release on return, error or panic,
+// and holding in the store's own process — holds of a permit and of a
+// reader too.
+//
 // # Options, and why these
 //
-// TTL, MaxHold and Wait are the lock module's own. Margin is the one knob a
+// TTL, MaxHold, Wait, Limit and Owner are the lock module's own. Margin is the one knob a
 // user of etcd's concurrency or bsm/redislock would miss: it is how much the
 // holder distrusts its clock and its pauses. There is no retry strategy
 // (redislock's RetryStrategy): the store keeps a FIFO line and the SDK waits

@@ -34,19 +34,43 @@ import (
 //
 // Hold returns once every command it sent has answered or failed; with a
 // network that swallows replies that is bounded by the client's ReadTimeout.
+//
+// On a Lock with a Limit, Hold holds one of the key's permits: it waits
+// while all are held. Otherwise it holds the key alone (a writer): it waits
+// while anyone holds it, readers included.
 func (l *Lock) Hold(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error) error {
-	return l.hold(ctx, key, fn, false)
+	return l.hold(ctx, key, fn, false, false)
 }
 
 // TryHold is Hold that does not wait in line: if key is held, it returns
 // ErrNotHeld at once without running fn.
 func (l *Lock) TryHold(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error) error {
-	return l.hold(ctx, key, fn, true)
+	return l.hold(ctx, key, fn, true, false)
 }
 
-func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *Lease) error, try bool) error {
+// HoldShared is Hold as a reader (SPEC §12, SHARED): the key is shared with
+// other readers and never with a Hold (a writer). The line stays one: a
+// reader that comes while a writer waits waits behind it (LOCK-08).
+// Everything Hold says of a lease holds of a reader's: its own fence,
+// renewal, loss and cancellation. A Lock with a Limit has no readers:
+// HoldShared on one fails without sending anything.
+func (l *Lock) HoldShared(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error) error {
+	return l.hold(ctx, key, fn, false, true)
+}
+
+// TryHoldShared is HoldShared that does not wait in line: if key is held
+// by a writer, or a writer waits for it, it returns ErrNotHeld at once
+// without running fn.
+func (l *Lock) TryHoldShared(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error) error {
+	return l.hold(ctx, key, fn, true, true)
+}
+
+func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *Lease) error, try, shared bool) error {
 	if fn == nil {
 		return fmt.Errorf("locks: hold %s %q: nil function", l.name, key)
+	}
+	if shared && l.limit > 1 {
+		return fmt.Errorf("locks: hold %s %q: a lock with a Limit has no shared holds", l.name, key)
 	}
 	if len(key) == 0 || len(key) > maxKeyLen {
 		return fmt.Errorf("locks: hold %s %q: key must be 1 to %d bytes", l.name, key, maxKeyLen)
@@ -55,7 +79,7 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 		return fmt.Errorf("%w: %s %q: %w", ErrNotHeld, l.name, key, context.Cause(ctx))
 	}
 	if l.inProcess != nil {
-		return l.holdInProcess(ctx, key, fn, try)
+		return l.holdInProcess(ctx, key, fn, try, shared)
 	}
 	// The commands carry ctx's values (for the client's hooks) but not its
 	// cancellation: a command cut short would leave its answer unknown.
@@ -63,7 +87,7 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 	var wg sync.WaitGroup // every goroutine this Hold starts
 	defer wg.Wait()
 
-	g, err := l.acquire(ctx, base, &wg, key, try)
+	g, err := l.acquire(ctx, base, &wg, key, try, shared)
 	if err != nil {
 		return err
 	}
@@ -122,14 +146,14 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 // may be a grant, and a HOLD sent long after a grant may reach a store that
 // has forgotten the reqid. A pause between the send of a successor and its
 // write to the network can still do that; the grant it gets is released.
-func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string, try bool) (g grant, err error) {
+func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string, try, shared bool) (g grant, err error) {
 	reqid := newReqID()
 	var waitUntil time.Time
 	if l.hasWait && !try {
 		waitUntil = time.Now().Add(l.wait)
 		try = l.wait < time.Millisecond
 	}
-	calls := &holdCalls{lock: l, base: base, wg: wg, key: key, reqid: reqid, replies: make(chan holdReply, maxInFlight)}
+	calls := &holdCalls{lock: l, base: base, wg: wg, key: key, reqid: reqid, shared: shared, replies: make(chan holdReply, maxInFlight)}
 	defer func() { calls.settle(g.id) }()
 
 	retryEvery := l.ttl / 10
@@ -290,6 +314,7 @@ type holdCalls struct {
 	base       context.Context
 	wg         *sync.WaitGroup
 	key, reqid string
+	shared     bool // every HOLD of the reqid asks for the same kind of lease
 	replies    chan holdReply
 	seq        int // of the last HOLD sent
 	inFlight   int // sent and not read from replies: acquire's alone
@@ -306,7 +331,7 @@ func (c *holdCalls) send(wait time.Duration) holdCall {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		r := c.lock.sendHold(c.base, c.key, c.reqid, wait)
+		r := c.lock.sendHold(c.base, c.key, c.reqid, wait, c.shared)
 		r.seq, r.sent = call.seq, call.sent
 		c.mu.Lock()
 		if !c.settled {
@@ -363,7 +388,7 @@ func (l *Lock) abandon(ctx context.Context, calls *holdCalls) error {
 		return r.err == nil || errors.As(r.err, &rerr)
 	}
 
-	probe := l.sendHold(base, key, reqid, 0)
+	probe := l.sendHold(base, key, reqid, 0, calls.shared)
 	if probe.ok {
 		letGo(probe.grant)
 	}
@@ -383,7 +408,7 @@ func (l *Lock) abandon(ctx context.Context, calls *holdCalls) error {
 	}
 	for giveUp := time.Now().Add(l.ttl); !known && time.Now().Before(giveUp); {
 		time.Sleep(l.ttl / 10)
-		probe = l.sendHold(base, key, reqid, 0)
+		probe = l.sendHold(base, key, reqid, 0, calls.shared)
 		if probe.ok {
 			letGo(probe.grant)
 		}

@@ -16,8 +16,9 @@ import (
 // (LOCK-13).
 
 // holdInProcess is hold on a store in this process. Its checks are done.
-func (l *Lock) holdInProcess(ctx context.Context, key string, fn func(context.Context, *Lease) error, try bool) error {
-	req := inprocess.HoldRequest{Lock: l.name, Key: key, ReqID: newReqID(), TTL: l.ttl, MaxHold: l.maxHold}
+func (l *Lock) holdInProcess(ctx context.Context, key string, fn func(context.Context, *Lease) error, try, shared bool) error {
+	req := inprocess.HoldRequest{Lock: l.name, Key: key, ReqID: newReqID(), TTL: l.ttl, MaxHold: l.maxHold,
+		Limit: l.limit, Shared: shared, Owner: l.owner}
 	if l.hasWait && !try {
 		req.Wait, req.HasWait = l.wait, true
 		try = l.wait < time.Millisecond // as over a connection: Wait(0) is TryHold

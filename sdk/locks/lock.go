@@ -3,6 +3,8 @@ package locks
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,6 +32,7 @@ const (
 	minMaxHold, maxMaxHold = lockspec.MinMaxHold, lockspec.MaxMaxHold
 	maxLockLen, maxKeyLen  = lockspec.MaxLockLen, lockspec.MaxKeyLen
 	defaultTTL             = lockspec.DefaultTTL
+	maxLimit, maxOwnerLen  = lockspec.MaxLimit, lockspec.MaxOwnerLen
 
 	maxMargin = 2 * time.Second // the default margin is min(ttl/10, maxMargin)
 )
@@ -85,6 +88,34 @@ func Margin(d time.Duration) Option {
 	return func(l *Lock) { l.margin, l.hasMargin = d, true }
 }
 
+// Limit makes the lock a semaphore (SPEC §12): each key admits up to n
+// leases at once, n permits, each a lease of its own with its own fence,
+// renewed, lost and let go as any. From 1 to 65536; 1, the default, is a
+// plain lock. Every holder of a key must agree on n while the key is in
+// use: a Hold with another limit fails, without running fn, with the
+// store's "this key is in use with LIMIT n" (LOCK-15). A Lock with a Limit
+// has no shared holds.
+func Limit(n int) Option { return func(l *Lock) { l.limit = n } }
+
+// Owner sets the text the store shows of this lock's leases to anyone who
+// asks who holds a key (LOCK.INFO, LOCK.LIST, LOCK.HOLDERS): 1 to 256
+// bytes. Default: this host's name and this process's id, "hostname:pid".
+// It is information, not a credential (LOCK-16).
+func Owner(text string) Option { return func(l *Lock) { l.owner, l.hasOwner = text, true } }
+
+// defaultOwner is "hostname:pid", the hostname cut to fit 256 bytes.
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	pid := ":" + strconv.Itoa(os.Getpid())
+	if len(host)+len(pid) > maxOwnerLen {
+		host = host[:maxOwnerLen-len(pid)]
+	}
+	return host + pid
+}
+
 // Lock is one named lock of a tenure store, with the options its leases
 // are held with. It is safe for concurrent use; it holds no connection and
 // needs no closing.
@@ -99,6 +130,9 @@ type Lock struct {
 	hasWait   bool
 	margin    time.Duration
 	hasMargin bool
+	limit     int // 0 or 1: none
+	owner     string
+	hasOwner  bool
 
 	chunk time.Duration // WAIT of each HOLD sent while waiting in line
 }
@@ -144,6 +178,15 @@ func (l *Lock) check() error {
 	}
 	if l.maxHold != 0 && l.margin >= l.maxHold {
 		return fmt.Errorf("Margin %v: must be under MaxHold (%v)", l.margin, l.maxHold)
+	}
+	if l.limit != 0 && (l.limit < 1 || l.limit > maxLimit) {
+		return fmt.Errorf("Limit %d: must be from 1 to %d", l.limit, maxLimit)
+	}
+	if !l.hasOwner {
+		l.owner = defaultOwner()
+	}
+	if len(l.owner) == 0 || len(l.owner) > maxOwnerLen {
+		return fmt.Errorf("Owner %q: must be 1 to %d bytes", l.owner, maxOwnerLen)
 	}
 	return nil
 }

@@ -50,13 +50,22 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 // sendHold sends LOCK.HOLD with WAIT wait, once: the client may retry on its
 // own (same reqid, so harmless, LOCK-03).
-func (l *Lock) sendHold(ctx context.Context, key, reqid string, wait time.Duration) holdReply {
+// Every HOLD of one reqid carries the same LIMIT, SHARED and OWNER: a
+// retry with another limit would be refused (LOCK-15).
+func (l *Lock) sendHold(ctx context.Context, key, reqid string, wait time.Duration, shared bool) holdReply {
 	// WAIT rounds up: a Wait is waited in full.
 	waitMs := (wait + time.Millisecond - 1) / time.Millisecond
 	args := []any{"LOCK.HOLD", l.name, key, reqid, "TTL", ms(l.ttl), "WAIT", int64(waitMs)}
 	if l.maxHold > 0 {
 		args = append(args, "MAXHOLD", ms(l.maxHold))
 	}
+	switch {
+	case l.limit > 1:
+		args = append(args, "LIMIT", l.limit)
+	case shared:
+		args = append(args, "SHARED")
+	}
+	args = append(args, "OWNER", l.owner)
 	sent := time.Now()
 	cmd := l.store.Do(ctx, args...)
 	r := holdReply{grant: grant{sent: sent, received: time.Now(), notBefore: sent}}

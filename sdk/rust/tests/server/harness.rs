@@ -191,7 +191,8 @@ pub fn key_info(store: &Store, lock: &str, key: &str) -> Option<HashMap<String, 
         Value::Nil => None,
         Value::Array(a) => Some(
             a.chunks(2)
-                .map(|kv| (kv[0].as_str().unwrap().to_owned(), kv[1].as_int().unwrap()))
+                // Every value but the owner, a bulk string (LOCK-16).
+                .filter_map(|kv| Some((kv[0].as_str()?.to_owned(), kv[1].as_int()?)))
                 .collect(),
         ),
         other => panic!("LOCK.INFO {lock} {key} = {other:?}"),
