@@ -160,9 +160,10 @@ func representative(row string) (invocation, bool) {
 			cmdFrom: func(r any) []any { return []any{"LOCK.RENEW", r.([]any)[0], "TTL", "60000"} }},
 		"lock.release": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, locks: true,
 			cmdFrom: func(r any) []any { return []any{"LOCK.RELEASE", r.([]any)[0]} }},
-		"lock.info":   {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.INFO", "jobs", k}},
-		"lock.list":   {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.LIST", "jobs"}},
-		"lock.revoke": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.REVOKE", "jobs", k}, locks: true},
+		"lock.info":    {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.INFO", "jobs", k}},
+		"lock.list":    {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.LIST", "jobs"}},
+		"lock.holders": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000", "LIMIT", "2", "OWNER", "w-1"}}, cmd: []any{"LOCK.HOLDERS", "jobs", k}},
+		"lock.revoke":  {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.REVOKE", "jobs", k}, locks: true},
 	}
 	inv, ok := m[row]
 	return inv, ok
