@@ -157,6 +157,8 @@ func (c *conn) route(cmd *command, args [][]byte) bool {
 			return true
 		}
 		return false
+	case cmd.Group == "scripting":
+		return c.routeScript(cmd, args) // resp/scripting.go
 	case top == "exec":
 		if !c.tx.queueing || c.tx.discarded {
 			return false // EXEC's own errors

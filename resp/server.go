@@ -261,6 +261,8 @@ func (s *Server) configValues() [][2]string {
 		{"proto-max-bulk-len", itoa(s.cfg.Limits.MaxBulkLen)},
 		{"timeout", "0"},
 		{"loglevel", level},
+		{"busy-reply-threshold", itoa(s.scripts.threshold.Load())},
+		{"lua-time-limit", itoa(s.scripts.threshold.Load())},
 	}
 }
 
@@ -328,6 +330,13 @@ func cmdConfigSet(c *conn, args [][]byte) {
 				return
 			}
 			apply = append(apply, func() { c.srv.maxClients.Store(n) })
+		case "busy-reply-threshold", "lua-time-limit":
+			set, why := c.srv.scripts.setThreshold(args[i+1])
+			if why != "" {
+				failed(why)
+				return
+			}
+			apply = append(apply, set)
 		case "loglevel":
 			var l slog.Level
 			switch strings.ToLower(val) {

@@ -294,6 +294,22 @@ func commandTable() map[string]*command {
 	add("watch", -2, RoleRead, FlagFast|FlagNotQueued, cmdWatch, "Monitors changes to keys to determine the execution of a transaction.", keys(1, -1, 1))
 	add("unwatch", 1, RoleRead, FlagFast, cmdUnwatch, "Forgets about watched keys of a transaction.")
 
+	// scripting: resp/scripting.go (SPEC §13). EVAL needs only the read
+	// role: each command inside is checked against the caller's.
+	group = "scripting"
+	add("eval", -3, RoleRead, 0, cmdEval, "Executes a server-side Lua script.", evalDocs("2.6.0", "script"))
+	add("evalsha", -3, RoleRead, 0, cmdEvalSHA, "Executes a server-side Lua script by SHA1 digest.", evalDocs("2.6.0", "sha1"))
+	add("eval_ro", -3, RoleRead, 0, cmdEvalRO, "Executes a read-only server-side Lua script.", evalDocs("7.0.0", "script"))
+	add("evalsha_ro", -3, RoleRead, 0, cmdEvalSHARO, "Executes a read-only server-side Lua script by SHA1 digest.", evalDocs("7.0.0", "sha1"))
+	scriptCmd := add("script", -2, RoleRead, 0, nil, "A container for Lua scripts management commands.")
+	sub(scriptCmd, "load", 3, RoleRead, 0, cmdScriptLoad, "Loads a server-side Lua script to the script cache.")
+	sub(scriptCmd, "exists", -3, RoleRead, 0, cmdScriptExists, "Determines whether server-side Lua scripts exist in the script cache.")
+	sub(scriptCmd, "flush", -2, RoleAdmin, 0, cmdScriptFlush, "Removes all server-side Lua scripts from the script cache.")
+	sub(scriptCmd, "kill", 2, RoleAdmin, 0, cmdScriptKill, "Terminates a server-side Lua script during execution.")
+	sub(scriptCmd, "help", 2, RoleRead, 0, cmdScriptHelp, "Returns helpful text about the different subcommands.")
+	function := add("function", -2, RoleRead, 0, nil, "A container for function commands.")
+	sub(function, "flush", -2, RoleAdmin, 0, cmdFunctionFlush, "Deletes all libraries and functions (tenure keeps none).")
+
 	// locks: resp/locks.go
 	group = "module"
 	//

@@ -375,13 +375,13 @@ func (e *Engine) mathRandom(L *lua.LState) int {
 	case 0:
 		L.Push(lua.LNumber(r))
 	case 1:
-		u := L.CheckInt(1)
+		u := int(L.CheckNumber(1))
 		if u < 1 {
 			L.ArgError(1, "interval is empty")
 		}
 		L.Push(lua.LNumber(float64(int64(r*float64(u))) + 1))
 	case 2:
-		l, u := L.CheckInt(1), L.CheckInt(2)
+		l, u := int(L.CheckNumber(1)), int(L.CheckNumber(2))
 		if l > u {
 			L.ArgError(2, "interval is empty")
 		}
@@ -394,7 +394,7 @@ func (e *Engine) mathRandom(L *lua.LState) int {
 
 func (e *Engine) mathRandomSeed(L *lua.LState) int {
 	e.inRun(L, "math.randomseed")
-	e.rand.seed(int64(int32(L.CheckInt(1))))
+	e.rand.seed(int64(int32(int(L.CheckNumber(1)))))
 	return 0
 }
 

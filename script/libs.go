@@ -349,7 +349,7 @@ func (e *Engine) loadMsgpack() {
 		return msgpackUnpack(L, 1, L.OptInt(2, 0), true)
 	}))
 	t.RawSetString("unpack_limit", L.NewFunction(func(L *lua.LState) int {
-		return msgpackUnpack(L, L.CheckInt(2), L.OptInt(3, 0), true)
+		return msgpackUnpack(L, int(L.CheckNumber(2)), L.OptInt(3, 0), true)
 	}))
 	t.RawSetString("_NAME", lua.LString("cmsgpack"))
 	t.RawSetString("_VERSION", lua.LString("lua-cmsgpack 0.4.0"))
