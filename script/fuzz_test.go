@@ -40,7 +40,9 @@ func FuzzRun(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		done := make(chan Reply, 1)
-		go func() { done <- e.Run(ctx, s, [][]byte{[]byte(arg1)}, [][]byte{[]byte(arg1), []byte(arg2)}, &echoCaller{}, 1) }()
+		go func() {
+			done <- e.Run(ctx, s, [][]byte{[]byte(arg1)}, [][]byte{[]byte(arg1), []byte(arg2)}, &echoCaller{}, 1)
+		}()
 		select {
 		case r := <-done:
 			checkReply(t, r, 0)
