@@ -113,6 +113,7 @@ func (c *conn) scriptBusy(cmd *command, args [][]byte) bool {
 		default:
 		}
 		c.out.Error("BUSY", errBusyScript)
+		c.tx.refused() // as Redis: a MULTI that met -BUSY answers EXECABORT
 		return true
 	}
 }
@@ -199,6 +200,12 @@ func (c *conn) script(arg []byte, bySHA bool) *script.Script {
 func (c *conn) eval(args [][]byte, bySHA, readOnly bool) {
 	keys, argv, ok := c.evalKeys(args)
 	if !ok {
+		return
+	}
+	if bySHA && c.applying {
+		// An EVALSHA queued in a cluster's MULTI: the nodes' caches
+		// differ, so no node runs it, and every node answers alike.
+		c.out.Err("EVALSHA inside MULTI is not replicated in a cluster: use EVAL")
 		return
 	}
 	sc := c.script(args[1], bySHA)
