@@ -338,9 +338,15 @@ func (e *Engine) toReply(v lua.LValue, resp, depth int) Reply {
 	return Reply{Kind: Null}
 }
 
-// forEach walks t as Lua's next does.
-func (e *Engine) forEach(t *lua.LTable, fn func(k, v lua.LValue)) {
-	t.ForEach(fn)
+// forEach walks t as Lua's next does: in an order that depends only on
+// how the table was built, so that every node of a cluster encodes a
+// table alike. (gopher-lua's ForEach walks Go maps, in random order.)
+func (e *Engine) forEach(t *lua.LTable, fn func(k, v lua.LValue)) { forEach(t, fn) }
+
+func forEach(t *lua.LTable, fn func(k, v lua.LValue)) {
+	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+		fn(k, v)
+	}
 }
 
 // toInt64 is C's (long long) cast of a Lua number, saturating where C's

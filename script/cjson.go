@@ -139,7 +139,7 @@ func (c *cjson) encodeValue(L *lua.LState, b *strings.Builder, v lua.LValue, dep
 		}
 		b.WriteByte('{')
 		first := true
-		v.ForEach(func(k, val lua.LValue) {
+		forEach(v, func(k, val lua.LValue) {
 			if !first {
 				b.WriteByte(',')
 			}
@@ -166,7 +166,7 @@ func (c *cjson) encodeValue(L *lua.LState, b *strings.Builder, v lua.LValue, dep
 // ratio 2 with nulls, and refuses sparser ones; this one always fills.
 func arrayLength(t *lua.LTable) (int, bool) {
 	max, count, ok := 0, 0, true
-	t.ForEach(func(k, _ lua.LValue) {
+	forEach(t, func(k, _ lua.LValue) {
 		n, isNum := k.(lua.LNumber)
 		if !isNum || float64(n) != math.Floor(float64(n)) || n < 1 {
 			ok = false

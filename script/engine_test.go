@@ -262,3 +262,22 @@ func TestCompileError(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodingIsDeterministic: a table's keys are walked in an order that
+// depends only on how the table was built, so two engines (two nodes of a
+// cluster) encode it alike (SPEC §13).
+func TestEncodingIsDeterministic(t *testing.T) {
+	const body = `local t = {} for i = 1, 50 do t['k' .. i] = i end
+		return {cjson.encode(t), cmsgpack.pack(t), {map=t}}`
+	var first string
+	for range 10 {
+		e := New(Options{})
+		got := show(runBody(t, e, "redis.setresp(3) "+body, nil, nil))
+		e.Close()
+		if first == "" {
+			first = got
+		} else if got != first {
+			t.Fatalf("two engines encoded one table differently:\n%s\n%s", first, got)
+		}
+	}
+}

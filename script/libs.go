@@ -410,9 +410,9 @@ func packValue(b []byte, v lua.LValue, depth int) []byte {
 			return b
 		}
 		count := 0
-		v.ForEach(func(_, _ lua.LValue) { count++ })
+		forEach(v, func(_, _ lua.LValue) { count++ })
 		b = packHeader(b, count, 0x80, 0xde, 0xdf)
-		v.ForEach(func(k, val lua.LValue) {
+		forEach(v, func(k, val lua.LValue) {
 			b = packValue(b, k, depth+1)
 			b = packValue(b, val, depth+1)
 		})
@@ -462,7 +462,7 @@ func packInt(b []byte, n int64) []byte {
 // integer and none missing from 1 to their count.
 func msgpackArray(t *lua.LTable) (int, bool) {
 	count, max, ok := 0, 0, true
-	t.ForEach(func(k, _ lua.LValue) {
+	forEach(t, func(k, _ lua.LValue) {
 		n, isNum := k.(lua.LNumber)
 		if !isNum || n < 1 || float64(n) != math.Trunc(float64(n)) {
 			ok = false
