@@ -321,6 +321,9 @@ var notFromScript = map[string]bool{
 	"auth": true, "hello": true, "client": true, "config": true, "cluster": true, "role": true,
 }
 
+// differsByNode are commands whose answer a node makes up on its own.
+var differsByNode = map[string]bool{"randomkey": true, "info": true, "lastsave": true}
+
 // resolve finds args' row as dispatch would, or Redis's error for a
 // script.
 func (sc *scriptCaller) resolve(args [][]byte) (*command, string) {
@@ -345,6 +348,11 @@ func (sc *scriptCaller) resolve(args [][]byte) (*command, string) {
 	if cmd.Handler == nil || cmd.Group == "module" ||
 		cmd.Flags&(FlagBlocking|FlagNotQueued|FlagNoMulti) != 0 {
 		return nil, "This Redis command is not allowed from script"
+	}
+	if sc.c.srv.cluster != nil && differsByNode[cmd.Name] {
+		// Every node runs the script: an answer of its own would lead
+		// the nodes' keyspaces apart.
+		return nil, "This Redis command is not allowed from script in a cluster: its answer differs from node to node"
 	}
 	return cmd, ""
 }
