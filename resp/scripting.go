@@ -536,17 +536,6 @@ func cmdScriptFlush(c *conn, args [][]byte) {
 	c.out.OK()
 }
 
-// cmdFunctionFlush is FUNCTION FLUSH: tenure has no Redis functions
-// (FUNCTION LOAD, FCALL), so there is nothing to delete; Redis's test
-// suite calls it before every test in external mode.
-func cmdFunctionFlush(c *conn, args [][]byte) {
-	if len(args) > 3 || (len(args) == 3 && !strings.EqualFold(string(args[2]), "sync") && !strings.EqualFold(string(args[2]), "async")) {
-		c.out.Err("FUNCTION FLUSH only supports SYNC|ASYNC option")
-		return
-	}
-	c.out.OK()
-}
-
 func cmdScriptKill(c *conn, args [][]byte) {
 	r := c.srv.scripts.running.Load()
 	switch {

@@ -307,8 +307,6 @@ func commandTable() map[string]*command {
 	sub(scriptCmd, "flush", -2, RoleAdmin, 0, cmdScriptFlush, "Removes all server-side Lua scripts from the script cache.")
 	sub(scriptCmd, "kill", 2, RoleAdmin, 0, cmdScriptKill, "Terminates a server-side Lua script during execution.")
 	sub(scriptCmd, "help", 2, RoleRead, 0, cmdScriptHelp, "Returns helpful text about the different subcommands.")
-	function := add("function", -2, RoleRead, 0, nil, "A container for function commands.")
-	sub(function, "flush", -2, RoleAdmin, 0, cmdFunctionFlush, "Deletes all libraries and functions (tenure keeps none).")
 
 	// locks: resp/locks.go
 	group = "module"
