@@ -155,7 +155,21 @@ func representative(row string) (invocation, bool) {
 		"watch":   {cmd: []any{"WATCH", k}},
 		"unwatch": {setup: [][]any{{"WATCH", k}}, cmd: []any{"UNWATCH"}},
 		// locks
-		"lock.hold": {cmd: []any{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}, locks: true},
+		// scripting: a script writes by the rows it runs, as EXEC does,
+		// through the log as one entry (LOCK-18).
+		"eval": {cmd: []any{"EVAL", "return redis.call('SET', KEYS[1], ARGV[1])", "1", k, "v"}, queue: true},
+		"evalsha": {setup: [][]any{{"SCRIPT", "LOAD", "return redis.call('SET', KEYS[1], ARGV[1])"}}, queue: true,
+			cmdFrom: func(sha any) []any { return []any{"EVALSHA", sha, "1", k, "v"} }},
+		"eval_ro": {setup: [][]any{set}, cmd: []any{"EVAL_RO", "return redis.call('GET', KEYS[1])", "1", k}},
+		"evalsha_ro": {setup: [][]any{set, {"SCRIPT", "LOAD", "return redis.call('GET', KEYS[1])"}},
+			cmdFrom: func(sha any) []any { return []any{"EVALSHA_RO", sha, "1", k} }},
+		"script":        {skip: "a container: its subcommands are rows"},
+		"script|load":   {cmd: []any{"SCRIPT", "LOAD", "return 1"}},
+		"script|exists": {cmd: []any{"SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"}},
+		"script|flush":  {cmd: []any{"SCRIPT", "FLUSH"}},
+		"script|kill":   {cmd: []any{"SCRIPT", "KILL"}, errs: true}, // NOTBUSY
+		"script|help":   {cmd: []any{"SCRIPT", "HELP"}},
+		"lock.hold":     {cmd: []any{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}, locks: true},
 		"lock.renew": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, locks: true,
 			cmdFrom: func(r any) []any { return []any{"LOCK.RENEW", r.([]any)[0], "TTL", "60000"} }},
 		"lock.release": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, locks: true,

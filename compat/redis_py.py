@@ -114,4 +114,45 @@ for field in ["redis_version", "connected_clients", "used_memory", "aof_enabled"
     check(f"INFO has {field}", field in info)
 check("INFO locks counts the grants", r.info("locks")["grants_total"] == 32, r.info("locks"))
 check("INFO keyspace", r.info("keyspace")["db0"]["keys"] == 1, r.info("keyspace"))
+# redis-py's own Redis.lock, unmodified (SPEC §13): SET NX PX to acquire,
+# scripts (EVALSHA, falling back to EVAL) to extend, reacquire and release.
+plain = redis.Redis(host="127.0.0.1", port=port)
+lock = plain.lock("redis-py-lock", timeout=5)
+check("Redis.lock acquires", lock.acquire(blocking=False))
+check("Redis.lock extends (a script)", lock.extend(5))
+check("Redis.lock reacquires (a script)", lock.reacquire())
+other = plain.lock("redis-py-lock", timeout=5)
+check("a second Redis.lock is refused while held", not other.acquire(blocking=False))
+try:
+    other.release()
+    check("a non-owner's release is refused", False)
+except redis.exceptions.LockError:
+    check("a non-owner's release is refused (compare-and-delete script)", True)
+lock.release()
+check("Redis.lock releases", plain.get("redis-py-lock") is None)
+
+
+async def asyncio_lock():
+    import redis.asyncio as aredis
+
+    ar = aredis.Redis(host="127.0.0.1", port=port)
+    lk = ar.lock("redis-py-async-lock", timeout=5)
+    check("asyncio Redis.lock acquires", await lk.acquire(blocking=False))
+    check("asyncio Redis.lock extends", await lk.extend(5))
+    check("asyncio Redis.lock reacquires", await lk.reacquire())
+    o = ar.lock("redis-py-async-lock", timeout=5)
+    check("a second asyncio Redis.lock is refused while held", not await o.acquire(blocking=False))
+    try:
+        await o.release()
+        check("an asyncio non-owner's release is refused", False)
+    except redis.exceptions.LockError:
+        check("an asyncio non-owner's release is refused", True)
+    await lk.release()
+    check("asyncio Redis.lock releases", await ar.get("redis-py-async-lock") is None)
+    await ar.close()
+
+
+import asyncio  # noqa: E402
+
+asyncio.run(asyncio_lock())
 print("redis-py: all checks passed")

@@ -71,12 +71,16 @@ type conn struct {
 	noTouch bool // CLIENT NO-TOUCH: shown in CLIENT LIST's flags
 }
 
+// applyingEntry says the conn applies a cluster's log entry (Server.Apply)
+// rather than serving a client.
+func (c *conn) applyingEntry() bool { return c.entryNowMs != 0 }
+
 // nowMs is the instant a relative expiry counts from (EXPIRE k 10, SET …
 // EX 10), in unix ms: the leader's clock in the entry being applied, so
 // that every node of a cluster sets the same deadline; else this node's
 // clock.
 func (c *conn) nowMs() int64 {
-	if c.entryNowMs != 0 {
+	if c.applyingEntry() {
 		return c.entryNowMs
 	}
 	return time.Now().UnixMilli()

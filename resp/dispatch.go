@@ -55,6 +55,8 @@ func (c *conn) dispatch(args [][]byte) *command {
 	switch {
 	case !ok:
 		c.tx.refused() // Redis: a request refused while queueing discards the transaction
+	case c.scriptBusy(cmd, args):
+		// resp/scripting.go: another client's script ran past busy-reply-threshold
 	case c.tx.queueing && cmd.Flags&FlagNoMulti != 0:
 		c.out.Err("Command not allowed inside a transaction")
 		cmd.rejected()

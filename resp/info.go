@@ -141,6 +141,7 @@ func (s *Server) infoMemory() [][2]string {
 		[2]string{"maxmemory_human", "0B"},
 		[2]string{"maxmemory_policy", "noeviction"},
 		[2]string{"mem_allocator", "go-" + runtime.Version()},
+		[2]string{"number_of_cached_scripts", itoa(s.scripts.cached())},
 	)
 }
 

@@ -83,6 +83,7 @@ type Server struct {
 
 	stats   serverStats
 	metrics *metrics
+	scripts scripts // resp/scripting.go
 }
 
 type serverStats struct {
@@ -128,6 +129,7 @@ func New(cfg Config, b Backends) *Server {
 	}
 	s.metrics.bind(s)
 	s.maxClients.Store(int64(cfg.MaxClients))
+	s.scripts.init()
 	return s
 }
 
@@ -246,6 +248,7 @@ const cutGrace = 5 * time.Second
 func (s *Server) close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing.Store(true)
+	s.scripts.abort() // a script running commits nothing (resp/scripting.go)
 	for ln := range s.lns {
 		ln.Close()
 	}

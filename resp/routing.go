@@ -70,6 +70,9 @@ func (c *conn) route(cmd *command, args [][]byte) bool {
 		}
 		c.proposeExec()
 		return true
+	case cmd.Effect == effScript:
+		c.routeScript(args) // scripting.go
+		return true
 	case cmd.replicated():
 		c.propose(cluster.Entry{Cmds: [][][]byte{args}}, nil)
 		return true

@@ -235,7 +235,7 @@ func commandInfoFlags(cmd *command) []string {
 	for _, f := range []struct {
 		flag commandFlags
 		name string
-	}{{FlagFast, "fast"}, {FlagNoMulti, "no_multi"}} {
+	}{{FlagFast, "fast"}, {FlagNoMulti, "no_multi"}, {FlagNoScript, "noscript"}} {
 		if cmd.Flags&f.flag != 0 {
 			flags = append(flags, f.name)
 		}
@@ -278,6 +278,8 @@ func (s *Server) configValues() [][2]string {
 		{"proto-max-bulk-len", itoa(s.cfg.Limits.MaxBulkLen)},
 		{"timeout", "0"},
 		{"loglevel", level},
+		{"busy-reply-threshold", itoa(s.scripts.threshold.Load())},
+		{"lua-time-limit", itoa(s.scripts.threshold.Load())},
 	}
 }
 
@@ -345,6 +347,13 @@ func cmdConfigSet(c *conn, args [][]byte) {
 				return
 			}
 			apply = append(apply, func() { c.srv.maxClients.Store(n) })
+		case "busy-reply-threshold", "lua-time-limit":
+			set, why := c.srv.scripts.setThreshold(args[i+1])
+			if why != "" {
+				failed(why)
+				return
+			}
+			apply = append(apply, set)
 		case "loglevel":
 			var l slog.Level
 			switch strings.ToLower(val) {

@@ -72,6 +72,11 @@ const (
 	// CONFIG, TIME), yet in a cluster it is the leader's to answer, as
 	// SPEC §10 has every row that is not effLocal.
 	effNone
+	// effScript: it runs a Lua script (EVAL); what it does to the store is
+	// what the script's commands do, each by its own row. Alone, the script
+	// may write and in a cluster goes through the log as one entry
+	// (LOCK-18); with effRead (EVAL_RO) it may only read.
+	effScript
 )
 
 // writes says the row changes the store (keys, or leases with effLocks).
@@ -96,6 +101,11 @@ const (
 	FlagStale
 	FlagNotQueued // runs at once inside MULTI instead of being queued (EXEC, DISCARD, QUIT, …)
 	FlagNoMulti   // refused inside MULTI, discarding the transaction (SHUTDOWN)
+	FlagNoScript  // refused inside a script (Redis's noscript: EVAL, AUTH, CLIENT, CONFIG, …)
+	// flagNodeAnswer: its answer is this node's own (RANDOMKEY, INFO,
+	// LASTSAVE), so a script in a cluster, which every node runs, may not
+	// call it. Never shown by COMMAND.
+	flagNodeAnswer
 )
 
 // command is one row of the command table, as in Redis's commands/*.json:
@@ -204,14 +214,14 @@ func commandTable() map[string]*command {
 	group = "connection"
 	add("ping", -1, RoleRead, effLocal, FlagNoAuth|FlagFast, cmdPing, "Returns the server's liveliness response.")
 	add("echo", 2, RoleRead, effNone, FlagFast, cmdEcho, "Returns the given string.")
-	add("hello", -1, RoleRead, effLocal, FlagNoAuth|FlagFast, cmdHello, "Handshakes with the server (protocol 2 only).")
-	add("auth", -2, RoleRead, effLocal, FlagNoAuth|FlagFast, cmdAuth, "Authenticates the connection.")
+	add("hello", -1, RoleRead, effLocal, FlagNoAuth|FlagFast|FlagNoScript, cmdHello, "Handshakes with the server (protocol 2 only).")
+	add("auth", -2, RoleRead, effLocal, FlagNoAuth|FlagFast|FlagNoScript, cmdAuth, "Authenticates the connection.")
 	add("quit", -1, RoleRead, effLocal, FlagNoAuth|FlagFast|FlagNotQueued, cmdQuit, "Closes the connection.")
 	add("select", 2, RoleRead, effNone, FlagFast, cmdSelect, "Changes the selected database (0 only).")
 	// Redis lets RESET run before AUTH; SPEC §5 allows only AUTH, HELLO,
 	// PING and QUIT there, so it does not here.
 	add("reset", 1, RoleRead, effNone, FlagFast|FlagNotQueued, cmdReset, "Resets the connection.")
-	client := add("client", -2, RoleRead, effLocal, 0, nil, "A container for client connection commands.")
+	client := add("client", -2, RoleRead, effLocal, FlagNoScript, nil, "A container for client connection commands.")
 	sub(client, "id", 2, RoleRead, effLocal, FlagFast, cmdClientID, "Returns the unique client ID of the connection.")
 	sub(client, "setname", 3, RoleRead, effLocal, FlagFast, cmdClientSetName, "Sets the connection name.")
 	sub(client, "getname", 2, RoleRead, effLocal, FlagFast, cmdClientGetName, "Returns the name of the connection.")
@@ -227,7 +237,7 @@ func commandTable() map[string]*command {
 
 	// server: resp/server.go, resp/info.go
 	group = "server"
-	add("info", -1, RoleRead, effLocal, 0, cmdInfo, "Returns information and statistics about the server.")
+	add("info", -1, RoleRead, effLocal, flagNodeAnswer, cmdInfo, "Returns information and statistics about the server.")
 	command := add("command", -1, RoleRead, effLocal, 0, cmdCommand, "Returns detailed information about all commands.")
 	sub(command, "count", 2, RoleRead, effLocal, 0, cmdCommandCount, "Returns a count of commands.")
 	sub(command, "info", -2, RoleRead, effLocal, 0, cmdCommandInfo, "Returns information about one, multiple or all commands.")
@@ -238,7 +248,7 @@ func commandTable() map[string]*command {
 		docs("2.8.13", "O(N) where N is the number of arguments to the command", argString("command"), arg{Name: "arg", Type: "string", Optional: true, Multiple: true}))
 	sub(command, "getkeysandflags", -4, RoleRead, effLocal, 0, cmdCommandGetKeysAndFlags, "Extracts the key names and access flags for an arbitrary command.",
 		docs("7.0.0", "O(N) where N is the number of arguments to the command", argString("command"), arg{Name: "arg", Type: "string", Optional: true, Multiple: true}))
-	config := add("config", -2, RoleRead, effNone, 0, nil, "A container for server configuration commands.")
+	config := add("config", -2, RoleRead, effNone, FlagNoScript, nil, "A container for server configuration commands.")
 	sub(config, "get", -3, RoleRead, effNone, 0, cmdConfigGet, "Returns the effective values of configuration parameters.")
 	sub(config, "set", -4, RoleAdmin, effNone, 0, cmdConfigSet, "Sets configuration parameters in-flight.")
 	sub(config, "resetstat", 2, RoleAdmin, effNone, 0, cmdConfigResetStat, "Resets the server's statistics.")
@@ -248,12 +258,12 @@ func commandTable() map[string]*command {
 	add("flushall", -1, RoleAdmin, effWrite, 0, cmdFlushAll, "Removes all keys from all databases.")
 	add("time", 1, RoleRead, effNone, FlagFast, cmdTime, "Returns the server time.")
 	add("shutdown", -1, RoleAdmin, effNone, FlagNoMulti, cmdShutdown, "Stops the server cleanly.")
-	add("lastsave", 1, RoleRead, effNone, FlagFast, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
+	add("lastsave", 1, RoleRead, effNone, FlagFast|flagNodeAnswer, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
 		docs("1.0.0", "O(1)"))
 
 	// cluster: resp/cluster.go (SPEC §10)
-	add("role", 1, RoleRead, effLocal, FlagFast, cmdRole, "Returns the replication role.", docs("2.8.12", "O(1)"))
-	cluster := add("cluster", -2, RoleRead, effLocal, 0, nil, "A container for Redis Cluster commands.")
+	add("role", 1, RoleRead, effLocal, FlagFast|FlagNoScript, cmdRole, "Returns the replication role.", docs("2.8.12", "O(1)"))
+	cluster := add("cluster", -2, RoleRead, effLocal, FlagNoScript, nil, "A container for Redis Cluster commands.")
 	sub(cluster, "info", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterInfo), "Returns information about the state of a node.")
 	sub(cluster, "slots", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterSlots), "Returns the mapping of cluster slots to nodes.")
 	sub(cluster, "shards", 2, RoleRead, effLocal, 0, clusterOnly(cmdClusterShards), "Returns the mapping of cluster slots to shards.")
@@ -330,7 +340,7 @@ func commandTable() map[string]*command {
 		docs("7.0.0", "O(1)", argKey("key")))
 	add("pexpiretime", 2, RoleRead, effRead, FlagFast, cmdPExpireTime, "Returns the expiration time of a key as a Unix milliseconds timestamp.", keys(1, 1, 1),
 		docs("7.0.0", "O(1)", argKey("key")))
-	add("randomkey", 1, RoleRead, effRead, 0, cmdRandomKey, "Returns a random key name from the database.",
+	add("randomkey", 1, RoleRead, effRead, flagNodeAnswer, cmdRandomKey, "Returns a random key name from the database.",
 		docs("1.0.0", "O(1)"))
 	add("copy", -3, RoleWrite, effWrite, 0, cmdCopy, "Copies the value of a key to a new key.", keys(1, 2, 1),
 		docs("6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
@@ -351,6 +361,20 @@ func commandTable() map[string]*command {
 	add("discard", 1, RoleRead, effNone, FlagFast|FlagNotQueued, cmdDiscard, "Discards a transaction.")
 	add("watch", -2, RoleRead, effNone, FlagFast|FlagNotQueued, cmdWatch, "Monitors changes to keys to determine the execution of a transaction.", keys(1, -1, 1))
 	add("unwatch", 1, RoleRead, effNone, FlagFast, cmdUnwatch, "Forgets about watched keys of a transaction.")
+
+	// scripting: resp/scripting.go (SPEC §13). EVAL needs only the read
+	// role: each command inside is checked against the caller's.
+	group = "scripting"
+	add("eval", -3, RoleRead, effScript, FlagNoScript, cmdEval, "Executes a server-side Lua script.", evalDocs("2.6.0", "script"))
+	add("evalsha", -3, RoleRead, effScript, FlagNoScript, cmdEvalSHA, "Executes a server-side Lua script by SHA1 digest.", evalDocs("2.6.0", "sha1"))
+	add("eval_ro", -3, RoleRead, effRead|effScript, FlagNoScript, cmdEvalRO, "Executes a read-only server-side Lua script.", evalDocs("7.0.0", "script"))
+	add("evalsha_ro", -3, RoleRead, effRead|effScript, FlagNoScript, cmdEvalSHARO, "Executes a read-only server-side Lua script by SHA1 digest.", evalDocs("7.0.0", "sha1"))
+	scriptCmd := add("script", -2, RoleRead, effNone, FlagNoScript, nil, "A container for Lua scripts management commands.")
+	sub(scriptCmd, "load", 3, RoleRead, effNone, FlagNoScript, cmdScriptLoad, "Loads a server-side Lua script to the script cache.")
+	sub(scriptCmd, "exists", -3, RoleRead, effNone, FlagNoScript, cmdScriptExists, "Determines whether server-side Lua scripts exist in the script cache.")
+	sub(scriptCmd, "flush", -2, RoleAdmin, effNone, FlagNoScript, cmdScriptFlush, "Removes all server-side Lua scripts from the script cache.")
+	sub(scriptCmd, "kill", 2, RoleAdmin, effNone, FlagNoScript, cmdScriptKill, "Terminates a server-side Lua script during execution.")
+	sub(scriptCmd, "help", 2, RoleRead, effNone, FlagNoScript, cmdScriptHelp, "Returns helpful text about the different subcommands.")
 
 	// locks: resp/locks.go
 	group = "module"

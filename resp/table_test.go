@@ -16,7 +16,7 @@ func TestEveryRowSaysWhatItDoes(t *testing.T) {
 		switch {
 		case e == 0:
 			t.Errorf("%s: no effect: say what it does to the store (table.go)", c.Name)
-		case e == effLocal, e == effQueue, e == effNone:
+		case e == effLocal, e == effQueue, e == effNone, e == effScript:
 			// alone, as they must be
 		case e&(effLocal|effQueue|effNone) != 0:
 			t.Errorf("%s: effect %b: effLocal, effQueue and effNone stand alone", c.Name, e)

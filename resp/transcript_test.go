@@ -48,7 +48,8 @@ type step struct {
 type match func(got any) string
 
 // errorCodes are the code words an error reply starts with.
-var errorCodes = []string{"ERR", "WRONGTYPE", "FENCED", "NOPROTO", "NOAUTH", "NOPERM", "WRONGPASS", "LOST", "EXECABORT"}
+var errorCodes = []string{"ERR", "WRONGTYPE", "FENCED", "NOPROTO", "NOAUTH", "NOPERM", "WRONGPASS", "LOST", "EXECABORT",
+	"NOSCRIPT", "NOTBUSY", "UNKILLABLE", "BUSY"}
 
 func isErrorText(s string) bool {
 	for _, code := range errorCodes {

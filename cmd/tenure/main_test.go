@@ -65,6 +65,11 @@ func TestProcess(t *testing.T) {
 			t.Run(mode, func(t *testing.T) { testKillLeavesTransactionsWhole(t, bin, mode) })
 		}
 	})
+	t.Run("KillLeavesScriptsWhole", func(t *testing.T) {
+		for _, mode := range fsyncModes {
+			t.Run(mode, func(t *testing.T) { testKillLeavesScriptsWhole(t, bin, mode) })
+		}
+	})
 	t.Run("SignalsShutDownCleanly", func(t *testing.T) { testSignals(t, bin) })
 	t.Run("BadStartsFailInOneLine", func(t *testing.T) { testBadStarts(t, bin) })
 	t.Run("NonLoopbackNeedsUsersOrInsecure", func(t *testing.T) { testNonLoopback(t, bin) })

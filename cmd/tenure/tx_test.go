@@ -17,6 +17,30 @@ import (
 // directory every tag is complete or absent, and every tag whose EXEC was
 // answered is complete: an EXEC reaches the disk in one batch (SPEC §6).
 func testKillLeavesTransactionsWhole(t *testing.T, bin, mode string) {
+	testKillLeavesWhole(t, bin, mode, func(ctx context.Context, rdb *redis.Client, keys []string, value string) error {
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Set(ctx, k, value, 0)
+			}
+			return nil
+		})
+		return err
+	})
+}
+
+// testKillLeavesScriptsWhole is the same with a script writing the keys
+// (EVAL, LOCK-18): a script reaches the disk in one batch, whole or not at
+// all, and a script answered is there after the restart.
+func testKillLeavesScriptsWhole(t *testing.T, bin, mode string) {
+	const body = "for _, k in ipairs(KEYS) do redis.call('set', k, ARGV[1]) end return #KEYS"
+	testKillLeavesWhole(t, bin, mode, func(ctx context.Context, rdb *redis.Client, keys []string, value string) error {
+		return rdb.Eval(ctx, body, keys, value).Err()
+	})
+}
+
+// testKillLeavesWhole runs write, one transaction of keys, from eight
+// writers until a SIGKILL, and checks what the restart finds.
+func testKillLeavesWhole(t *testing.T, bin, mode string, write func(ctx context.Context, rdb *redis.Client, keys []string, value string) error) {
 	const writers, txKeys = 8, 8
 	dir := t.TempDir()
 	srv := startChild(t, bin, "--fsync", mode, "--addr", "127.0.0.1:0", "--dir", dir)
@@ -33,13 +57,11 @@ func testKillLeavesTransactionsWhole(t *testing.T, bin, mode string) {
 			ctx := context.Background()
 			for i := 0; ; i++ {
 				tag := fmt.Sprintf("%d-%d", w, i)
-				_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-					for j := range txKeys {
-						p.Set(ctx, fmt.Sprintf("tx:%s:%d", tag, j), value, 0)
-					}
-					return nil
-				})
-				if err != nil {
+				keys := make([]string, txKeys)
+				for j := range keys {
+					keys[j] = fmt.Sprintf("tx:%s:%d", tag, j)
+				}
+				if err := write(ctx, rdb, keys, value); err != nil {
 					return
 				}
 				answered[w] = append(answered[w], tag)
@@ -73,5 +95,5 @@ func testKillLeavesTransactionsWhole(t *testing.T, bin, mode string) {
 			}
 		}
 	}
-	t.Logf("SIGKILL after %d answered EXECs of %d SETs; after the restart %d transactions, each whole", count.Load(), txKeys, len(keysOf))
+	t.Logf("SIGKILL after %d answered transactions of %d SETs; after the restart %d transactions, each whole", count.Load(), txKeys, len(keysOf))
 }
