@@ -13,6 +13,33 @@ use std::time::{Duration, Instant};
 
 use tenure_locks::{Error, Lock, Options, Store, Value};
 
+/// Replies as the tests read them.
+pub trait Reply {
+    /// A simple or bulk string that is UTF-8.
+    fn as_str(&self) -> Option<&str>;
+    /// An integer.
+    fn as_int(&self) -> Option<i64>;
+}
+
+impl Reply for Value {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::SimpleString(s) => Some(s),
+            Value::Okay => Some("OK"),
+            Value::BulkString(b) => std::str::from_utf8(b).ok(),
+            Value::VerbatimString { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
 fn scratch() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
 }
@@ -333,7 +360,7 @@ impl ThreeNodes {
                 }
                 let role = Store::connect(url).and_then(|s| s.call(&["ROLE"]));
                 if let Ok(Value::Array(a)) = role {
-                    if a.first().and_then(Value::as_str) == Some("master") {
+                    if a.first().and_then(Reply::as_str) == Some("master") {
                         return i;
                     }
                 }

@@ -3,6 +3,7 @@
 
 mod harness;
 mod proxy;
+mod resp;
 
 mod client;
 mod cluster;
