@@ -72,22 +72,29 @@ fn tenure_binary() -> &'static Path {
 pub struct Server {
     child: Mutex<Child>,
     pub addr: String,
-    dir: PathBuf,
+    pub dir: PathBuf,
     users: Option<PathBuf>,
+    extra: Vec<String>,
 }
 
 impl Server {
     pub fn start() -> Server {
-        Server::launch(None)
+        Server::launch(None, |_| Vec::new())
     }
 
     /// A server with a users file (`--users`): lines of
     /// `user NAME ROLE sha256:HEX`.
     pub fn start_with_users(users: &str) -> Server {
-        Server::launch(Some(users))
+        Server::launch(Some(users), |_| Vec::new())
     }
 
-    fn launch(users: Option<&str>) -> Server {
+    /// A server with more flags, made from its data directory (for files
+    /// the flags name).
+    pub fn start_with_flags(flags: impl FnOnce(&Path) -> Vec<String>) -> Server {
+        Server::launch(None, flags)
+    }
+
+    fn launch(users: Option<&str>, flags: impl FnOnce(&Path) -> Vec<String>) -> Server {
         static N: AtomicUsize = AtomicUsize::new(0);
         let dir = scratch().join(format!(
             "server-{}-{}",
@@ -101,12 +108,14 @@ impl Server {
             std::fs::write(&path, text).unwrap();
             path
         });
-        let (child, addr) = spawn(&dir, users.as_deref(), "127.0.0.1:0", &[]);
+        let extra = flags(&dir);
+        let (child, addr) = spawn(&dir, users.as_deref(), "127.0.0.1:0", &extra);
         Server {
             child: Mutex::new(child),
             addr,
             dir,
             users,
+            extra,
         }
     }
 
@@ -116,7 +125,7 @@ impl Server {
         let mut child = self.child.lock().unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
-        let (fresh, addr) = spawn(&self.dir, self.users.as_deref(), &self.addr, &[]);
+        let (fresh, addr) = spawn(&self.dir, self.users.as_deref(), &self.addr, &self.extra);
         assert_eq!(addr, self.addr);
         *child = fresh;
     }

@@ -11,3 +11,6 @@ mod faults;
 mod frozen;
 mod hold;
 mod lost;
+#[cfg(feature = "tokio")]
+mod on_tokio;
+mod tls;
