@@ -173,8 +173,8 @@ impl Lock {
     ///
     /// Returns:
     /// - `f`'s value, or its error, if the lease was held until `f`
-    ///   returned (an error of this crate as it is, any other as
-    ///   [`ErrorKind::Other`]);
+    ///   returned (`f` returns this crate's [`Error`], into which `?`
+    ///   converts any error as [`ErrorKind::Other`]);
     /// - [`ErrorKind::Lost`] with the [`reason`](Error::reason) if the lease
     ///   was lost before `f` returned, **even if `f` returned `Ok`**: another
     ///   holder may have run beside it. `f`'s own error, if any, is kept
