@@ -15,7 +15,7 @@ const TTL: Duration = Duration::from_secs(1);
 
 /// The cluster client as docs/cluster.md sets it for a failover: retries
 /// that span an election (250 ms here), backing off up to 200 ms.
-fn cluster_client(urls: &[String]) -> ClusterClient {
+pub fn cluster_client(urls: &[String]) -> ClusterClient {
     ClusterClientBuilder::new(urls.to_vec())
         .retries(20)
         .min_retry_wait(10)

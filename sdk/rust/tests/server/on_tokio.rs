@@ -441,3 +441,58 @@ fn a_read_only_user_gets_a_clear_error() {
 
 /// A Lock is what an async hold is called on.
 fn _types(_: Lock) {}
+
+/// A failover under an async hold, through the redis crate's
+/// ClusterClient: the leader is killed, the future is dropped, the hold
+/// returns Lost; the next hold, on the new leader, has a larger fence from a
+/// newer epoch (LOCK-14).
+#[test]
+fn a_failover_drops_the_future_and_the_next_fence_is_larger() {
+    let c = crate::harness::ThreeNodes::start();
+    let leader = c.leader();
+    block_on(async {
+        let store = Store::new(crate::cluster::cluster_client(&c.urls))
+            .await
+            .unwrap();
+        let lk = store.lock("jobs").ttl(TTL).open().unwrap();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let d = dropped.clone();
+        let cluster = &c;
+        let mut first = 0;
+        let err = lk
+            .hold("k", |lease| {
+                first = lease.fence();
+                async move {
+                    let _guard = Dropped(d);
+                    cluster.kill(leader);
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    Ok(())
+                }
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Lost, "{err}");
+        assert!(
+            matches!(err.reason(), Some(reason::EXPIRED | reason::UNKNOWN_LEASE)),
+            "{err}"
+        );
+        assert!(dropped.load(Ordering::SeqCst), "the future was not dropped");
+
+        c.leader();
+        let give_up = Instant::now() + Duration::from_secs(30);
+        let second = loop {
+            match lk.hold("k", |lease| async move { Ok(lease.fence()) }).await {
+                Ok(f) => break f,
+                Err(e) if matches!(e.kind(), ErrorKind::Io | ErrorKind::Store) => {
+                    assert!(Instant::now() < give_up, "no hold after the failover: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert!(
+            second > first && second >> 32 > first >> 32,
+            "fence {second:#x} after {first:#x}"
+        );
+    });
+}
