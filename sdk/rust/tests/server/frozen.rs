@@ -259,3 +259,74 @@ fn paused_waiter_child() {
         out.map_or_else(|e| e.to_string(), |()| "ok".into())
     );
 }
+
+/// A frozen async holder: its future, asleep at an await, is dropped once
+/// the process wakes past its deadline, and its hold fails `expired`; the
+/// key went to the next holder within the ttl meanwhile.
+#[cfg(feature = "tokio")]
+#[test]
+fn a_frozen_async_holder_loses_its_lease() {
+    let s = Server::start();
+    let child = Frozen::spawn("frozen::frozen_async_holder_child", &s.addr);
+    let first: u64 = child.report("held").parse().unwrap();
+    child.signal("STOP");
+    let stopped = Instant::now();
+
+    let store = s.store();
+    let lk = store.lock("frozen").ttl(TTL).open().unwrap();
+    lk.hold("job", |lease| {
+        let took = stopped.elapsed();
+        assert!(
+            took < TTL + Duration::from_millis(500),
+            "the key came {took:?} after the holder froze"
+        );
+        assert!(lease.fence() > first);
+        child.signal("CONT");
+        assert_eq!(child.report("dropped"), "yes");
+        let hold = child.report("hold");
+        assert!(
+            hold.starts_with("Lost expired"),
+            "the woken holder's hold: {hold}"
+        );
+        Ok(())
+    })
+    .unwrap();
+    child.succeeds();
+}
+
+/// The frozen async holder, run as a child process by the test above: it
+/// reports "child: held FENCE", sleeps at an await, and reports "child:
+/// dropped yes" when its future is dropped, then what hold returned.
+#[cfg(feature = "tokio")]
+#[test]
+#[ignore = "the child process of a_frozen_async_holder_loses_its_lease"]
+fn frozen_async_holder_child() {
+    struct Report;
+    impl Drop for Report {
+        fn drop(&mut self) {
+            println!("child: dropped yes");
+        }
+    }
+    let addr = std::env::var(ADDR_ENV).expect("run by a_frozen_async_holder_loses_its_lease");
+    crate::on_tokio::block_on(async {
+        let store = tenure_locks::tokio::Store::connect(&format!("redis://{addr}"))
+            .await
+            .unwrap();
+        let lk = store.lock("frozen").ttl(TTL).open().unwrap();
+        let err = lk
+            .hold("job", |lease| async move {
+                println!("child: held {}", lease.fence());
+                let _report = Report;
+                tokio::time::sleep(Duration::from_secs(30)).await; // stopped here
+                println!("child: ran to its end");
+                Ok(())
+            })
+            .await
+            .unwrap_err();
+        println!(
+            "child: hold {:?} {}",
+            err.kind(),
+            err.reason().unwrap_or("")
+        );
+    });
+}

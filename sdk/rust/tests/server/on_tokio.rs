@@ -17,7 +17,7 @@ use crate::resp;
 const TTL: Duration = Duration::from_secs(1);
 const HANDOFF: Duration = Duration::from_millis(400);
 
-fn block_on<T>(f: impl Future<Output = T>) -> T {
+pub fn block_on<T>(f: impl Future<Output = T>) -> T {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
