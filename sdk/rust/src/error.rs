@@ -143,6 +143,21 @@ impl Error {
             .and_then(|e| e.downcast_ref::<E>())
     }
 
+    /// This crate's error inside a `dyn std::error::Error` that `hold(…)?`
+    /// boxed (a `Box<dyn Error + Send + Sync>`, an `anyhow::Error`), or
+    /// anywhere in its `source()` chain: `Error::find_in(&*boxed)`, then
+    /// ask it its [`kind`](Error::kind) and [`reason`](Error::reason).
+    pub fn find_in(err: &(dyn StdError + 'static)) -> Option<Error> {
+        let mut next = Some(err);
+        while let Some(e) = next {
+            if let Some(r) = e.downcast_ref::<Repr>() {
+                return Some(Error(Arc::new(r.clone())));
+            }
+            next = e.source();
+        }
+        None
+    }
+
     fn repr(&mut self) -> &mut Repr {
         Arc::make_mut(&mut self.0)
     }

@@ -287,6 +287,32 @@ mod tests {
         shared::<super::Error>();
     }
 
+    /// hold(…)? boxes the error; its kind and reason are found again.
+    #[test]
+    fn errors_survive_a_box_and_anyhow() {
+        use super::{Error, ErrorKind};
+        let lost = Error::lost("revoked by admin", true, None);
+        let boxed: Box<dyn std::error::Error + Send + Sync> = lost.clone().into();
+        let found = Error::find_in(&*boxed).expect("found in the box");
+        assert_eq!(
+            (found.kind(), found.reason()),
+            (ErrorKind::Lost, Some("revoked by admin"))
+        );
+        assert_eq!(boxed.to_string(), lost.to_string());
+        #[cfg(feature = "anyhow")]
+        {
+            let any: anyhow::Error = lost.into();
+            let found = Error::find_in(any.as_ref()).expect("found in the anyhow error");
+            assert_eq!(found.kind(), ErrorKind::Lost);
+        }
+        let mine: Error = std::io::Error::other("disk full").into();
+        assert_eq!(mine.kind(), ErrorKind::Other);
+        assert_eq!(
+            mine.downcast_ref::<std::io::Error>().unwrap().to_string(),
+            "disk full"
+        );
+    }
+
     #[test]
     fn urls_in_errors_hide_the_password() {
         assert_eq!(super::redact("redis://u:secret@h:1"), "redis://***@h:1");

@@ -86,6 +86,12 @@ fn into_box(lock: &Lock) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
     Ok(())
 }
 
+/// …and its kind and reason found again in the box.
+fn kind_in_the_box(lock: &Lock) -> Option<ErrorKind> {
+    let boxed: Box<dyn std::error::Error + Send + Sync> = lock.hold("k", |_| Ok(())).err()?.into();
+    Error::find_in(&*boxed).map(|e| e.kind())
+}
+
 /// …in one that returns `Box<dyn Error>`.
 fn into_unsendable_box(store: &Store) -> Result<(), Box<dyn std::error::Error>> {
     store.lock("l").open()?.hold("k", |_| Ok(()))?;
@@ -177,6 +183,7 @@ fn compiles() {
         own_errors,
         into_box,
         into_unsendable_box,
+        kind_in_the_box,
         inspect,
     );
     #[cfg(feature = "anyhow")]
