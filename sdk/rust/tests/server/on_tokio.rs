@@ -496,3 +496,107 @@ fn a_failover_drops_the_future_and_the_next_fence_is_larger() {
         );
     });
 }
+
+/// TLS on the async face: `rediss://` with the test's certificate as root.
+#[test]
+fn holds_over_tls() {
+    use tenure_locks::redis::{Client, IntoConnectionInfo, TlsCertificates};
+    let (s, cert) = crate::tls::tls_server();
+    let url = format!("rediss://worker:s3cret@{}", s.addr);
+    let client = Client::build_with_tls(
+        url.as_str().into_connection_info().unwrap(),
+        TlsCertificates {
+            client_tls: None,
+            root_cert: Some(cert),
+        },
+    )
+    .unwrap();
+    block_on(async {
+        let store = Store::new(client).await.unwrap();
+        let lk = store.lock("tls").ttl(TTL).open().unwrap();
+        let fence = lk
+            .hold("k", |lease| async move {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                assert!(!lease.lost(), "lost over TLS");
+                Ok(lease.fence())
+            })
+            .await
+            .unwrap();
+        assert!(fence > 0);
+    });
+}
+
+/// 40 async holds on 5 keys, spawned on one runtime: one holder per key at
+/// a time (LOCK-01), fences growing per key (LOCK-02); two holders may only
+/// overlap if one of them was told Lost.
+#[test]
+fn many_holders_exclude_each_other() {
+    use std::collections::{HashMap, HashSet};
+    let s = Server::start();
+    block_on(async {
+        let store = store(&s).await;
+        let lk = store
+            .lock("many")
+            .ttl(Duration::from_secs(5))
+            .open()
+            .unwrap();
+        let holding: Arc<Mutex<HashMap<String, Vec<u64>>>> = Arc::default();
+        let last: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+        let overlaps: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+        let mut tasks = Vec::new();
+        for i in 0..40 {
+            let key = format!("k{}", i % 5);
+            let (lk, holding, last, overlaps) =
+                (lk.clone(), holding.clone(), last.clone(), overlaps.clone());
+            tasks.push(tokio::spawn(async move {
+                let fence = Arc::new(AtomicUsize::new(0));
+                let f2 = fence.clone();
+                let r = lk
+                    .hold(&key.clone(), |lease| async move {
+                        let fence = lease.fence();
+                        f2.store(fence as usize, Ordering::SeqCst);
+                        {
+                            let mut h = holding.lock().unwrap();
+                            let on_key = h.entry(key.clone()).or_default();
+                            overlaps
+                                .lock()
+                                .unwrap()
+                                .extend(on_key.iter().map(|&o| (o, fence)));
+                            on_key.push(fence);
+                            let before =
+                                last.lock().unwrap().insert(key.clone(), fence).unwrap_or(0);
+                            assert!(fence > before, "{key}: fence {fence:#x} after {before:#x}");
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        holding
+                            .lock()
+                            .unwrap()
+                            .get_mut(&key)
+                            .unwrap()
+                            .retain(|&f| f != fence);
+                        Ok(())
+                    })
+                    .await;
+                match r {
+                    Err(e) if e.kind() == ErrorKind::Lost => {
+                        Some(fence.load(Ordering::SeqCst) as u64)
+                    }
+                    other => {
+                        other.unwrap();
+                        None
+                    }
+                }
+            }));
+        }
+        let mut lost = HashSet::new();
+        for t in tasks {
+            lost.extend(t.await.unwrap());
+        }
+        for (a, b) in overlaps.lock().unwrap().iter() {
+            assert!(
+                lost.contains(a) || lost.contains(b),
+                "fences {a:#x} and {b:#x} held one key at once, and neither hold said Lost"
+            );
+        }
+    });
+}

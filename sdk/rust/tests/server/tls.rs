@@ -18,7 +18,7 @@ use tenure_locks::{ErrorKind, Store};
 use crate::harness::{sha256_hex, Reply, Server};
 
 /// A self-signed certificate for 127.0.0.1 and its key, as PEM.
-fn self_signed() -> (Vec<u8>, Vec<u8>) {
+pub fn self_signed() -> (Vec<u8>, Vec<u8>) {
     let key = PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
     let mut name = X509NameBuilder::new().unwrap();
     name.append_entry_by_text("CN", "tenure test").unwrap();
@@ -52,7 +52,7 @@ fn self_signed() -> (Vec<u8>, Vec<u8>) {
 
 /// A server with TLS on its one port, and users (TLS and AUTH together, as
 /// in production); returns it and its certificate.
-fn tls_server() -> (Server, Vec<u8>) {
+pub fn tls_server() -> (Server, Vec<u8>) {
     let (cert, key) = self_signed();
     let users = format!("user worker write sha256:{}\n", sha256_hex("s3cret"));
     let server = Server::start_with_flags(|dir: &Path| {
