@@ -109,3 +109,24 @@ fn reconnects_after_cuts_and_timeouts() {
         Value::SimpleString("PONG".into())
     );
 }
+
+/// Any `redis::ConnectionLike` the user dials: a closure over a
+/// `redis::Client` whose connections it sets up itself.
+#[test]
+fn a_closure_dials_the_connections() {
+    let s = Server::start();
+    let client = tenure_locks::redis::Client::open(s.url()).unwrap();
+    let store = Store::new(move || {
+        let c = client.get_connection()?;
+        c.set_read_timeout(Some(Duration::from_secs(5)))?;
+        Ok(c)
+    })
+    .unwrap();
+    let lk = store.lock("dialed").open().unwrap();
+    let fence = lk.hold("k", |lease| Ok(lease.fence())).unwrap();
+    assert!(fence > 0);
+    assert_eq!(
+        store.call(&["PING"]).unwrap(),
+        Value::SimpleString("PONG".into())
+    );
+}
