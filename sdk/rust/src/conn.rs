@@ -147,8 +147,9 @@ impl Pool {
     /// its reply; an error reply is an `Err` with the server's code. A
     /// network or protocol failure drops the connection, and every idle
     /// one with it (a cut or a restart has closed them too): the command
-    /// may or may not have run, and is not sent again here (a cluster
-    /// client follows its own retry rules).
+    /// may or may not have run, and is not sent again here, but for an
+    /// idle connection the store had closed (below). A cluster client
+    /// follows its own retry rules.
     pub(crate) fn call<A: redis::ToRedisArgs>(&self, args: &[A]) -> RedisResult<redis::Value> {
         let mut cmd = redis::Cmd::new();
         for a in args {
@@ -159,10 +160,23 @@ impl Pool {
 
     /// [`call`](Pool::call) of a command already built.
     pub(crate) fn call_cmd(&self, cmd: &redis::Cmd) -> RedisResult<redis::Value> {
-        let mut conn = match self.take_idle() {
-            Some(c) => c,
-            None => self.dial.dial(&self.options)?,
-        };
+        if let Some(conn) = self.take_idle() {
+            match self.send(conn, cmd) {
+                // A connection the store closed while it sat idle (a cut, a
+                // restart) fails at once, with end of file or a reset: the
+                // command met a closed peer. It goes again, once, on a new
+                // connection. (Checking each idle connection with a PING
+                // first would cost a round trip on every command, and a
+                // waiting HOLD's successor must reach the store in time.)
+                Err(e) if e.is_connection_dropped() => {}
+                r => return r,
+            }
+        }
+        let conn = self.dial.dial(&self.options)?;
+        self.send(conn, cmd)
+    }
+
+    fn send(&self, mut conn: Connection, cmd: &redis::Cmd) -> RedisResult<redis::Value> {
         // An error reply is a value to the redis crate's connection; to
         // callers it is an Err with the server's code.
         let result = conn.req_command(cmd).and_then(|v| match v {
@@ -183,13 +197,11 @@ impl Pool {
         result
     }
 
-    /// An idle connection that answers PING (as r2d2 tests a connection on
-    /// checkout): one whose peer closed it (a cut, a restart) would take
-    /// the next command down with it, which may have run or not.
+    /// An idle connection that has seen no failure.
     fn take_idle(&self) -> Option<Connection> {
         loop {
-            let mut conn = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
-            if conn.is_open() && conn.check_connection() {
+            let conn = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
+            if conn.is_open() {
                 return Some(conn);
             }
         }

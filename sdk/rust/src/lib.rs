@@ -166,8 +166,9 @@
 //! own rules), or a closure that returns any `redis::ConnectionLike`.
 //! [`Store::connect`] is the short way to a `redis::Client`. Each connection
 //! carries one command at a time, since a waiting `LOCK.HOLD` blocks its
-//! connection; the idle ones are kept, checked with PING before reuse, and
-//! a connection that fails is dropped with every idle one. A hold waiting in
+//! connection; the idle ones are kept, a connection that fails is dropped
+//! with every idle one, and a command that meets an idle connection the
+//! store had closed (end of file, a reset) goes again, once, on a new one. A hold waiting in
 //! line keeps one or two connections busy; renewals take one now and then.
 //!
 //! A failover is a restart: a lease held on the old leader is lost
