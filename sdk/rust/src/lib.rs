@@ -176,7 +176,7 @@
 //!
 //! # On tokio
 //!
-//! With the cargo feature `tokio`, [`tokio`](crate::tokio) has the same API
+//! With the cargo feature `tokio`, `tenure_locks::tokio` has the same API
 //! as `async fn`s; a lost lease drops the closure's future at its next await.
 
 mod conn;
