@@ -35,13 +35,38 @@ test:
 	$(MAKE) test-python
 	$(MAKE) test-ts
 
-# The Rust SDK (sdk/rust, std only, so --offline): its tests build
-# cmd/tenure with go build and start it themselves. Clippy too, if installed.
-test-rust:
-	cd sdk/rust && GO=$(GO) cargo test --offline
+# The Rust SDK (sdk/rust, on the redis crate, TLS through the system's
+# OpenSSL): cargo fetches its crates (Cargo.lock pins them); its tests build
+# cmd/tenure with go build and start it themselves; the sync API and the
+# tokio one (--all-features). Clippy too, if installed. Then sdk-rust.
+# Debian's libssl-dev and pkg-config, which the TLS build needs, are
+# installed with apt-get when missing (as root).
+RUST_APT = libssl-dev pkg-config
+test-rust: rust-deps
+	cd sdk/rust && GO=$(GO) cargo test --all-features
+	cd sdk/rust && cargo check --no-default-features --quiet
 	@if cargo clippy --version >/dev/null 2>&1; then \
-		cd sdk/rust && cargo clippy --offline --all-targets -- -D warnings; \
+		cd sdk/rust && cargo clippy --all-targets --all-features -- -D warnings; \
 	else echo "cargo clippy is not installed: skipped"; fi
+	$(MAKE) sdk-rust
+
+# The Rust SDK as a user gets it: cargo package builds the crate, a
+# throwaway cargo project depends on the unpacked package by path, and the
+# seed's example (sdk/rust/examples/seed.rs) runs there against a server
+# built with go build (sdk/rust/day-one.sh).
+.PHONY: sdk-rust rust-deps
+sdk-rust: rust-deps
+	GO=$(GO) bash sdk/rust/day-one.sh
+
+rust-deps:
+	@pkg-config --exists openssl 2>/dev/null || { \
+		if [ "$$(id -u)" -ne 0 ]; then \
+			echo "rust-deps: needs $(RUST_APT); run as root or install them" >&2; exit 1; \
+		fi; \
+		echo "rust-deps: installing $(RUST_APT)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $(RUST_APT) >/dev/null; \
+	}
 
 # The Python SDK's tests (sdk/python) against the server built from here,
 # with Debian's python3 and its packages, which it installs with apt-get when

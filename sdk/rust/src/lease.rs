@@ -1,4 +1,5 @@
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::Waker;
 use std::thread::Scope;
 use std::time::{Duration, Instant};
 
@@ -7,7 +8,9 @@ use crate::wire::{attempts, Attempts, Ended, Event, Grant};
 use crate::Lock;
 
 /// One grant of a key to this holder, handed to the closure of
-/// [`Lock::hold`]. Its methods are safe to call from any thread.
+/// [`Lock::hold`]. Its methods are safe to call from any thread; clones
+/// share the one lease.
+#[derive(Clone)]
 pub struct Lease {
     key: String,
     fence: u64,
@@ -17,9 +20,9 @@ pub struct Lease {
     margin: Duration,
     /// grant + MaxHold - margin
     max_cap: Option<Instant>,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
     /// notified when the lease is lost
-    changed: Condvar,
+    changed: Arc<Condvar>,
 }
 
 struct State {
@@ -34,6 +37,8 @@ struct State {
     lost: Option<Error>,
     /// the closure has returned: the clock can no longer lose the lease
     over: bool,
+    /// async holds to wake when the lease is lost
+    wakers: Vec<Waker>,
 }
 
 impl Lease {
@@ -48,15 +53,16 @@ impl Lease {
             ttl: lock.ttl,
             margin: lock.margin,
             max_cap,
-            state: Mutex::new(State {
+            state: Arc::new(Mutex::new(State {
                 sent: g.sent,
                 deadline: g.sent,
                 at_max: false,
                 last_err: None,
                 lost: None,
                 over: false,
-            }),
-            changed: Condvar::new(),
+                wakers: Vec::new(),
+            })),
+            changed: Arc::new(Condvar::new()),
         };
         le.set_deadline(&mut le.lock(), g.sent, g.left, false);
         le
@@ -186,8 +192,28 @@ impl Lease {
             reason::EXPIRED
         };
         st.lost = Some(Error::lost(why, false, st.last_err.clone()));
-        self.changed.notify_all();
+        Lease::notify(st, &self.changed);
         true
+    }
+
+    fn notify(st: &mut State, changed: &Condvar) {
+        changed.notify_all();
+        for w in st.wakers.drain(..) {
+            w.wake();
+        }
+    }
+
+    /// Wakes w when the lease is lost; says whether it is lost already.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn wake_when_lost(&self, w: &Waker) -> bool {
+        let mut st = self.lock();
+        if self.check_locked(&mut st, std::time::Instant::now()) {
+            return true;
+        }
+        if !st.wakers.iter().any(|x| x.will_wake(w)) {
+            st.wakers.push(w.clone());
+        }
+        false
     }
 
     /// Marks the lease lost for `e` unless it already is.
@@ -195,7 +221,7 @@ impl Lease {
         let mut st = self.lock();
         if st.lost.is_none() {
             st.lost = Some(e);
-            self.changed.notify_all();
+            Lease::notify(&mut st, &self.changed);
         }
     }
 
@@ -255,7 +281,7 @@ pub(crate) fn keep<'scope, 'env>(
             return;
         }
         let renew = move || {
-            let out = lock.send_renew(&lease.id, deadline);
+            let out = lock.send_renew(&lease.id);
             if let Err(f) = &out.result {
                 if f.lost_reason().is_none() {
                     lease.failed_renewal(f.clone().into_error());

@@ -20,7 +20,8 @@
 //! // The summary is saved with the lease's fence: a worker that lost its
 //! // lease while the model ran cannot overwrite a newer summary (LOCK-12).
 //! let save_summary = |chat_id: &str, text: &str, fence: u64| {
-//!     store.call(&["SET", &format!("summary:{chat_id}"), text, "FENCE", &fence.to_string()]).map(drop)
+//!     store.call(&["SET", &format!("summary:{chat_id}"), text, "FENCE", &fence.to_string()])?;
+//!     Ok(())
 //! };
 //!
 //! summaries.hold(chat_id, |lease| {
@@ -31,7 +32,7 @@
 //!     save_summary(chat_id, &text, lease.fence())
 //! })?;
 //! # let saved = store.call(&["GET", "summary:chat-42"])?;
-//! # assert_eq!(saved.as_str(), Some("hello / are we shipping friday? / yes"));
+//! # assert_eq!(saved, tenure_locks::Value::BulkString(b"hello / are we shipping friday? / yes".to_vec()));
 //! # Ok(())
 //! # }
 //! # mod doc_server {
@@ -157,113 +158,86 @@
 //!
 //! # Connections
 //!
-//! [`Store`] keeps a small pool of TCP connections, with connect, read and
-//! write timeouts ([`Options`]), authenticated with the URL's user and
-//! password (`redis://user:password@host:port`). A connection that fails is
-//! closed and a new one dialed for the next command. A hold waiting in line
-//! keeps one or two connections busy; renewals take one now and then.
+//! A [`Store`] dials its connections with the redis client it was given
+//! ([`Store::new`]): a `redis::Client` (`redis://`, or `rediss://` for
+//! TLS, with the URL's user and password), the redis crate's
+//! `cluster::ClusterClient` for a tenure cluster (SPEC §10: it follows
+//! `-MOVED` to the leader and retries `-TRYAGAIN` and `-CLUSTERDOWN` by its
+//! own rules), or a closure that returns any `redis::ConnectionLike`.
+//! [`Store::connect`] is the short way to a `redis::Client`. Each connection
+//! carries one command at a time, since a waiting `LOCK.HOLD` blocks its
+//! connection; the idle ones are kept, a connection that fails is dropped
+//! with every idle one, and a command that meets an idle connection the
+//! store had closed (end of file, a reset) goes again, once, on a new one. A hold waiting in
+//! line keeps one or two connections busy; renewals take one now and then.
 //!
-//! [`Store::connect_cluster`] reaches a tenure cluster (SPEC §10) through
-//! its nodes, a pool each: commands go to the leader, `-MOVED` is followed,
-//! and `-TRYAGAIN`, `-CLUSTERDOWN` and a dead node are tried again on the
-//! next node, backing off, until the command's deadline. A failover is a
-//! restart: a lease held on the old leader is lost (LOCK-10), and the next
-//! fence is larger (LOCK-14).
+//! A failover is a restart: a lease held on the old leader is lost
+//! (LOCK-10), and the next fence is larger (LOCK-14).
+//!
+//! # On tokio
+//!
+//! With the cargo feature `tokio`, `tenure_locks::tokio` has the same API
+//! as `async fn`s; a lost lease drops the closure's future at its next await.
 
-mod client;
-mod cluster;
+mod conn;
 mod error;
 mod lease;
 mod lock;
-pub mod resp;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod wire;
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use cluster::Route;
-
-pub use client::Options;
+pub use conn::{Connection, Dial, Options};
 pub use error::{reason, Error, ErrorKind};
 pub use lease::Lease;
 pub use lock::{Cancel, Lock, LockBuilder};
-pub use resp::{ProtocolError, Value};
+/// The redis crate this one is built on, for its `Client`, `cluster::ClusterClient` and `Value`.
+pub use redis;
+pub use redis::Value;
 
-/// A tenure store, reached over a pool of connections. Clones share the
-/// pool; it is closed when the last clone is dropped.
+/// A tenure store, reached through the user's redis client. Clones share
+/// its connections; they are closed when the last clone is dropped.
 #[derive(Clone)]
 pub struct Store {
-    route: Arc<Route>,
+    pool: Arc<conn::Pool>,
 }
 
 impl Store {
-    /// Connects to the store at `url`, `redis://[user:password@]host[:port]`
-    /// (port 6379 unless given), with the default [`Options`]. It dials one
-    /// connection, authenticates and pings, so that a wrong address or
-    /// password is an error here.
+    /// Connects to the store at `url` with the default [`Options`]:
+    /// `redis://[user:password@]host[:port]`, or `rediss://…` for TLS (the
+    /// server's certificate checked against the system's roots). It dials
+    /// one connection and pings, so that a wrong address or password is an
+    /// error here. The short way to `Store::new(redis::Client::open(url)?)`.
     pub fn connect(url: &str) -> Result<Store, Error> {
         Store::connect_with(url, Options::default())
     }
 
     /// [`connect`](Store::connect) with the given options.
     pub fn connect_with(url: &str, options: Options) -> Result<Store, Error> {
+        let client = redis::Client::open(url)
+            .map_err(|e| Error::from_redis(e).context(format!("store URL {}", redact(url))))?;
+        Store::new_with(client, options).map_err(|e| e.context(format!("connect {}", redact(url))))
+    }
+
+    /// A store reached through `client`, with the default [`Options`]: a
+    /// `redis::Client` (with its TLS, user and password), a
+    /// `redis::cluster::ClusterClient`, or a closure that dials any
+    /// `redis::ConnectionLike` (see [`Dial`]). It dials one connection and
+    /// pings.
+    pub fn new(client: impl Dial) -> Result<Store, Error> {
+        Store::new_with(client, Options::default())
+    }
+
+    /// [`new`](Store::new) with the given options.
+    pub fn new_with(client: impl Dial, options: Options) -> Result<Store, Error> {
         options.check()?;
-        let address = client::Address::parse(url)?;
         let store = Store {
-            route: Arc::new(Route::One(client::Pool::new(address, options))),
+            pool: Arc::new(conn::Pool::new(Box::new(client), options)),
         };
-        store
-            .call(&["PING"])
-            .map_err(|e| e.context(format!("connect {}", redact(url))))?;
+        store.call(&["PING"])?;
         Ok(store)
-    }
-
-    /// Connects to a tenure cluster (SPEC §10) through any of its nodes'
-    /// URLs, with the default [`Options`]: `Store::connect_cluster(&["redis://10.0.0.1:7001",
-    /// "redis://10.0.0.2:7002", "redis://10.0.0.3:7003"])`. It asks the
-    /// first node that answers for the others and the leader (`CLUSTER
-    /// SLOTS`); a single server, which has no cluster, is an error here.
-    ///
-    /// Commands then go to the leader: a `-MOVED` is followed, and
-    /// `-TRYAGAIN`, `-CLUSTERDOWN` and a node that cannot be dialed are
-    /// tried again, on the next node it knows and backing off, for up to
-    /// the read timeout (a renewal or release: up to the holder's deadline,
-    /// if sooner). A command whose connection failed on the way is not
-    /// sent again, as it may have run; the lock code's own retries, with the
-    /// same request or lease id, start from the next node. Nodes learnt
-    /// later (a `-MOVED` to a new one) are dialed with the first URL's user
-    /// and password.
-    pub fn connect_cluster<U: AsRef<str>>(urls: &[U]) -> Result<Store, Error> {
-        Store::connect_cluster_with(urls, Options::default())
-    }
-
-    /// [`connect_cluster`](Store::connect_cluster) with the given options.
-    pub fn connect_cluster_with<U: AsRef<str>>(
-        urls: &[U],
-        options: Options,
-    ) -> Result<Store, Error> {
-        options.check()?;
-        let seeds = urls
-            .iter()
-            .map(|u| client::Address::parse(u.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        if seeds.is_empty() {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                "connect_cluster: no URL",
-            ));
-        }
-        let until = Instant::now() + options.read_timeout;
-        let nodes = cluster::Cluster::new(seeds, options);
-        nodes.discover(until).map_err(|e| {
-            let first = urls
-                .first()
-                .map_or_else(String::new, |u| redact(u.as_ref()));
-            e.context(format!("connect to the cluster of {first}"))
-        })?;
-        Ok(Store {
-            route: Arc::new(Route::Cluster(nodes)),
-        })
     }
 
     /// The lock called `name` (1 to 256 bytes), with the options set on the
@@ -277,14 +251,10 @@ impl Store {
     /// [`ErrorKind::Denied`] for `NOPERM`, `NOAUTH` and `WRONGPASS`,
     /// [`ErrorKind::Store`] for any other). A network failure is
     /// [`ErrorKind::Io`], and the command may or may not have run: call
-    /// does not retry it. On a cluster it goes to the leader (see
-    /// [`connect_cluster`](Store::connect_cluster)).
-    pub fn call<A: AsRef<[u8]>>(&self, args: &[A]) -> Result<Value, Error> {
-        let until = Instant::now() + self.route.options().read_timeout;
-        match self.route.call(args, until)? {
-            Value::Error(e) => Err(Error::from_reply(&e)),
-            v => Ok(v),
-        }
+    /// does not send it again (a `ClusterClient` follows its own retry
+    /// rules).
+    pub fn call<A: redis::ToRedisArgs>(&self, args: &[A]) -> Result<Value, Error> {
+        self.pool.call(args).map_err(Error::from_redis)
     }
 }
 
@@ -316,6 +286,32 @@ mod tests {
         shared::<super::Lease>();
         shared::<super::Cancel>();
         shared::<super::Error>();
+    }
+
+    /// hold(…)? boxes the error; its kind and reason are found again.
+    #[test]
+    fn errors_survive_a_box_and_anyhow() {
+        use super::{Error, ErrorKind};
+        let lost = Error::lost("revoked by admin", true, None);
+        let boxed: Box<dyn std::error::Error + Send + Sync> = lost.clone().into();
+        let found = Error::find_in(&*boxed).expect("found in the box");
+        assert_eq!(
+            (found.kind(), found.reason()),
+            (ErrorKind::Lost, Some("revoked by admin"))
+        );
+        assert_eq!(boxed.to_string(), lost.to_string());
+        #[cfg(feature = "anyhow")]
+        {
+            let any: anyhow::Error = lost.into();
+            let found = Error::find_in(any.as_ref()).expect("found in the anyhow error");
+            assert_eq!(found.kind(), ErrorKind::Lost);
+        }
+        let mine: Error = std::io::Error::other("disk full").into();
+        assert_eq!(mine.kind(), ErrorKind::Other);
+        assert_eq!(
+            mine.downcast_ref::<std::io::Error>().unwrap().to_string(),
+            "disk full"
+        );
     }
 
     #[test]

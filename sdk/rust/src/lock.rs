@@ -121,7 +121,7 @@ impl LockBuilder {
                 self.max_hold.unwrap()
             )));
         }
-        let chunk = (self.store.route.options().read_timeout / 2).max(Duration::from_millis(1));
+        let chunk = (self.store.pool.options.read_timeout / 2).max(Duration::from_millis(1));
         Ok(Lock {
             store: self.store,
             name: self.name,
@@ -173,8 +173,8 @@ impl Lock {
     ///
     /// Returns:
     /// - `f`'s value, or its error, if the lease was held until `f`
-    ///   returned (an error of this crate as it is, any other as
-    ///   [`ErrorKind::Other`]);
+    ///   returned (`f` returns this crate's [`Error`], into which `?`
+    ///   converts any error as [`ErrorKind::Other`]);
     /// - [`ErrorKind::Lost`] with the [`reason`](Error::reason) if the lease
     ///   was lost before `f` returned, **even if `f` returned `Ok`**: another
     ///   holder may have run beside it. `f`'s own error, if any, is kept
@@ -187,20 +187,18 @@ impl Lock {
     /// A panic in `f` resumes once the key is let go. hold returns once
     /// every command it sent has answered or failed: with a network that
     /// swallows replies, that is bounded by the read timeout.
-    pub fn hold<T, E, F>(&self, key: &str, f: F) -> Result<T, Error>
+    pub fn hold<T, F>(&self, key: &str, f: F) -> Result<T, Error>
     where
-        F: FnOnce(&Lease) -> Result<T, E>,
-        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+        F: FnOnce(&Lease) -> Result<T, Error>,
     {
         self.run(key, f, false, None)
     }
 
     /// [`hold`](Lock::hold) that does not wait in line: if `key` is held it
     /// returns [`ErrorKind::NotHeld`] at once, without running `f`.
-    pub fn try_hold<T, E, F>(&self, key: &str, f: F) -> Result<T, Error>
+    pub fn try_hold<T, F>(&self, key: &str, f: F) -> Result<T, Error>
     where
-        F: FnOnce(&Lease) -> Result<T, E>,
-        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+        F: FnOnce(&Lease) -> Result<T, Error>,
     {
         self.run(key, f, true, None)
     }
@@ -209,15 +207,14 @@ impl Lock {
     /// cancelled: it returns [`ErrorKind::NotHeld`] without running `f`,
     /// leaves no place behind, and lets go of a grant that raced in. A
     /// cancel that comes once `f` runs does not stop `f`.
-    pub fn hold_or_cancel<T, E, F>(&self, key: &str, cancel: &Cancel, f: F) -> Result<T, Error>
+    pub fn hold_or_cancel<T, F>(&self, key: &str, cancel: &Cancel, f: F) -> Result<T, Error>
     where
-        F: FnOnce(&Lease) -> Result<T, E>,
-        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+        F: FnOnce(&Lease) -> Result<T, Error>,
     {
         self.run(key, f, false, Some(cancel))
     }
 
-    fn run<T, E, F>(
+    pub(crate) fn run<T, F>(
         &self,
         key: &str,
         f: F,
@@ -225,8 +222,7 @@ impl Lock {
         cancel: Option<&Cancel>,
     ) -> Result<T, Error>
     where
-        F: FnOnce(&Lease) -> Result<T, E>,
-        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+        F: FnOnce(&Lease) -> Result<T, Error>,
     {
         let what = format!("hold {} {key:?}", self.name);
         if key.is_empty() || key.len() > MAX_KEY_LEN {
@@ -271,10 +267,8 @@ impl Lock {
             (Err(payload), _) => panic::resume_unwind(payload),
             (Ok(Ok(v)), None) => Ok(v),
             (Ok(Ok(_)), Some(lost)) => Err(lost.context(&what)),
-            (Ok(Err(e)), None) => Err(Error::from_closure(e.into())),
-            (Ok(Err(e)), Some(lost)) => Err(lost
-                .context(&what)
-                .with_closure_error(Error::from_closure(e.into()))),
+            (Ok(Err(e)), None) => Err(e),
+            (Ok(Err(e)), Some(lost)) => Err(lost.context(&what).with_closure_error(e)),
         }
     }
 
@@ -534,7 +528,7 @@ impl Lock {
     ) -> Result<(), Error> {
         let (id, until) = (&lease.id, g.received + g.left);
         match attempts(s, &mut Attempts::new(), until, self.ttl / 10, move || {
-            self.send_renew(id, until)
+            self.send_renew(id)
         }) {
             Ended::Answered(out) => match out.result {
                 Ok(left) => {
@@ -610,7 +604,13 @@ impl Lock {
         let Ok(info) = self.store.call(&["INFO", "locks"]) else {
             return false;
         };
-        let epoch = info.as_str().and_then(|text| {
+        let text = match &info {
+            redis::Value::BulkString(b) => std::str::from_utf8(b).ok(),
+            redis::Value::VerbatimString { text, .. } => Some(text.as_str()),
+            redis::Value::SimpleString(s) => Some(s.as_str()),
+            _ => None,
+        };
+        let epoch = text.and_then(|text| {
             text.lines()
                 .find_map(|l| l.strip_prefix("epoch:"))
                 .and_then(|n| n.trim().parse::<u64>().ok())
@@ -629,7 +629,7 @@ impl Lock {
     ) -> Option<Error> {
         let id = id.to_owned();
         match attempts(s, &mut Attempts::new(), until, self.ttl / 10, move || {
-            self.send_release(&id, until)
+            self.send_release(&id)
         }) {
             Ended::Answered(Outcome { result: Err(f), .. }) => match f.lost_reason() {
                 Some(reason::RELEASED) | None => None,

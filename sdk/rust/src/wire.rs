@@ -8,7 +8,8 @@ use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind};
-use crate::resp::Value;
+use redis::Value;
+
 use crate::Lock;
 
 /// A HOLD's grant, with the local times around it.
@@ -102,14 +103,15 @@ fn ms(d: Duration) -> String {
 }
 
 impl Lock {
-    /// Sends args; on a cluster, following the leader until `until` at the
-    /// latest (see [`Route::call`](crate::cluster::Route::call)).
-    fn send(&self, args: &[&str], until: Instant) -> Outcome<Value> {
+    /// Sends args on one of the store's connections.
+    fn send(&self, args: &[&str]) -> Outcome<Value> {
         let sent = Instant::now();
-        let result = match self.store.route.call(args, until) {
-            Ok(Value::Error(e)) => Err(Failure::Reply(e)),
+        let result = match self.store.pool.call(args) {
             Ok(v) => Ok(v),
-            Err(e) => Err(Failure::NoAnswer(e)),
+            Err(e) => match reply_text(&e) {
+                Some(reply) => Err(Failure::Reply(reply)),
+                None => Err(Failure::NoAnswer(Error::from_redis(e))),
+            },
         };
         Outcome {
             sent,
@@ -141,14 +143,11 @@ impl Lock {
         if let Some(m) = &max_hold {
             args.extend(["MAXHOLD", m]);
         }
-        let out = self.send(
-            &args,
-            Instant::now() + self.store.route.options().read_timeout,
-        );
+        let out = self.send(&args);
         let result = out.result.and_then(|v| match v {
             Value::Nil => Ok(None),
             Value::Array(a) => match a.as_slice() {
-                [Value::Bulk(id), Value::Int(fence), Value::Int(left)]
+                [Value::BulkString(id), Value::Int(fence), Value::Int(left)]
                     if id.len() == 32 && *fence > 0 && *left >= 0 =>
                 {
                     Ok(Some(Grant {
@@ -171,10 +170,9 @@ impl Lock {
         }
     }
 
-    /// LOCK.RENEW: the time to the new deadline. `until`: the holder's
-    /// deadline, past which a cluster's leader is no longer looked for.
-    pub(crate) fn send_renew(&self, id: &str, until: Instant) -> Outcome<Duration> {
-        let out = self.send(&["LOCK.RENEW", id], until);
+    /// LOCK.RENEW: the time to the new deadline.
+    pub(crate) fn send_renew(&self, id: &str) -> Outcome<Duration> {
+        let out = self.send(&["LOCK.RENEW", id]);
         let result = out.result.and_then(|v| match v {
             Value::Int(n) if n >= 0 => Ok(Duration::from_millis(n as u64)),
             other => Err(malformed("LOCK.RENEW", &other)),
@@ -186,8 +184,8 @@ impl Lock {
         }
     }
 
-    pub(crate) fn send_release(&self, id: &str, until: Instant) -> Outcome<()> {
-        let out = self.send(&["LOCK.RELEASE", id], until);
+    pub(crate) fn send_release(&self, id: &str) -> Outcome<()> {
+        let out = self.send(&["LOCK.RELEASE", id]);
         let result = out.result.and_then(|v| match v {
             Value::Int(_) => Ok(()),
             other => Err(malformed("LOCK.RELEASE", &other)),
@@ -198,6 +196,19 @@ impl Lock {
             result,
         }
     }
+}
+
+/// The store's error reply as it was sent (`CODE text`), if `e` is one.
+pub(crate) fn reply_text(e: &redis::RedisError) -> Option<String> {
+    use redis::ErrorKind as K;
+    if !matches!(e.kind(), K::Server(_) | K::Extension) {
+        return None;
+    }
+    let code = e.code()?;
+    Some(match e.detail() {
+        Some(d) => format!("{code} {d}"),
+        None => code.to_owned(),
+    })
 }
 
 fn malformed(cmd: &str, v: &Value) -> Failure {

@@ -5,17 +5,14 @@ use std::time::{Duration, Instant};
 
 use tenure_locks::{ErrorKind, Options, Store, Value};
 
-use crate::harness::{sha256_hex, Server};
+use crate::harness::{sha256_hex, Reply, Server};
 use crate::proxy::Proxy;
 
 #[test]
 fn call_sends_any_command() {
     let s = Server::start();
     let store = s.store();
-    assert_eq!(
-        store.call(&["SET", "k", "v"]).unwrap(),
-        Value::Simple("OK".into())
-    );
+    assert_eq!(store.call(&["SET", "k", "v"]).unwrap(), Value::Okay);
     assert_eq!(store.call(&["GET", "k"]).unwrap().as_str(), Some("v"));
     assert_eq!(store.call(&["GET", "nothing"]).unwrap(), Value::Nil);
     assert_eq!(store.call(&["INCR", "n"]).unwrap(), Value::Int(1));
@@ -23,13 +20,16 @@ fn call_sends_any_command() {
     store.call(binary).unwrap();
     assert_eq!(
         store.call(&["GET", "bin"]).unwrap(),
-        Value::Bulk(b"a\r\n\x00b".to_vec())
+        Value::BulkString(b"a\r\n\x00b".to_vec())
     );
     let err = store.call(&["NOSUCH"]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Store, "{err}");
     assert!(err.to_string().contains("unknown command"), "{err}");
     // The error reply left the connection usable.
-    assert_eq!(store.call(&["PING"]).unwrap(), Value::Simple("PONG".into()));
+    assert_eq!(
+        store.call(&["PING"]).unwrap(),
+        Value::SimpleString("PONG".into())
+    );
 }
 
 #[test]
@@ -41,7 +41,13 @@ fn authenticates_with_user_and_password() {
 
     let err = Store::connect(&format!("redis://worker:wrong@{}", s.addr)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Denied, "{err}");
-    assert!(err.to_string().contains("WRONGPASS"), "{err}");
+    // The redis crate says "authentication failed" for the store's WRONGPASS.
+    assert!(
+        err.to_string()
+            .to_lowercase()
+            .contains("authentication failed"),
+        "{err}"
+    );
     assert!(
         !err.to_string().contains("wrong@"),
         "the password is in the error: {err}"
@@ -84,7 +90,7 @@ fn reconnects_after_cuts_and_timeouts() {
         assert!(p.cut_all() > 0, "round {i}: no connection to cut");
         assert_eq!(
             store.call(&["PING"]).unwrap(),
-            Value::Simple("PONG".into()),
+            Value::SimpleString("PONG".into()),
             "round {i}"
         );
     }
@@ -98,5 +104,29 @@ fn reconnects_after_cuts_and_timeouts() {
         took >= Duration::from_millis(300) && took < Duration::from_secs(2),
         "read timed out after {took:?}"
     );
-    assert_eq!(store.call(&["PING"]).unwrap(), Value::Simple("PONG".into()));
+    assert_eq!(
+        store.call(&["PING"]).unwrap(),
+        Value::SimpleString("PONG".into())
+    );
+}
+
+/// Any `redis::ConnectionLike` the user dials: a closure over a
+/// `redis::Client` whose connections it sets up itself.
+#[test]
+fn a_closure_dials_the_connections() {
+    let s = Server::start();
+    let client = tenure_locks::redis::Client::open(s.url()).unwrap();
+    let store = Store::new(move || {
+        let c = client.get_connection()?;
+        c.set_read_timeout(Some(Duration::from_secs(5)))?;
+        Ok(c)
+    })
+    .unwrap();
+    let lk = store.lock("dialed").open().unwrap();
+    let fence = lk.hold("k", |lease| Ok(lease.fence())).unwrap();
+    assert!(fence > 0);
+    assert_eq!(
+        store.call(&["PING"]).unwrap(),
+        Value::SimpleString("PONG".into())
+    );
 }

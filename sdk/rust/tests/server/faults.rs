@@ -5,10 +5,11 @@ use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tenure_locks::{reason, Error, ErrorKind, Store, Value};
+use tenure_locks::{reason, Error, ErrorKind, Store};
 
 use crate::harness::{hold_in_background, key_info, lock_stats, sha256_hex, waiters_are, Server};
 use crate::proxy::Proxy;
+use crate::resp::Value;
 
 const TTL: Duration = Duration::from_secs(1);
 
@@ -25,7 +26,7 @@ fn a_swallowed_hold_reply_is_retried_with_the_same_reqid() {
     let once = AtomicBool::new(false);
     p.swallow_replies(move |req, reply| {
         req.first().is_some_and(|c| c == "LOCK.HOLD")
-            && matches!(reply, tenure_locks::Value::Array(_))
+            && matches!(reply, Value::Array(_))
             && !once.swap(true, Ordering::SeqCst)
     });
     let before = lock_stats(&admin)["grants_total"];

@@ -13,6 +13,33 @@ use std::time::{Duration, Instant};
 
 use tenure_locks::{Error, Lock, Options, Store, Value};
 
+/// Replies as the tests read them.
+pub trait Reply {
+    /// A simple or bulk string that is UTF-8.
+    fn as_str(&self) -> Option<&str>;
+    /// An integer.
+    fn as_int(&self) -> Option<i64>;
+}
+
+impl Reply for Value {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::SimpleString(s) => Some(s),
+            Value::Okay => Some("OK"),
+            Value::BulkString(b) => std::str::from_utf8(b).ok(),
+            Value::VerbatimString { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
 fn scratch() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
 }
@@ -45,22 +72,29 @@ fn tenure_binary() -> &'static Path {
 pub struct Server {
     child: Mutex<Child>,
     pub addr: String,
-    dir: PathBuf,
+    pub dir: PathBuf,
     users: Option<PathBuf>,
+    extra: Vec<String>,
 }
 
 impl Server {
     pub fn start() -> Server {
-        Server::launch(None)
+        Server::launch(None, |_| Vec::new())
     }
 
     /// A server with a users file (`--users`): lines of
     /// `user NAME ROLE sha256:HEX`.
     pub fn start_with_users(users: &str) -> Server {
-        Server::launch(Some(users))
+        Server::launch(Some(users), |_| Vec::new())
     }
 
-    fn launch(users: Option<&str>) -> Server {
+    /// A server with more flags, made from its data directory (for files
+    /// the flags name).
+    pub fn start_with_flags(flags: impl FnOnce(&Path) -> Vec<String>) -> Server {
+        Server::launch(None, flags)
+    }
+
+    fn launch(users: Option<&str>, flags: impl FnOnce(&Path) -> Vec<String>) -> Server {
         static N: AtomicUsize = AtomicUsize::new(0);
         let dir = scratch().join(format!(
             "server-{}-{}",
@@ -74,12 +108,14 @@ impl Server {
             std::fs::write(&path, text).unwrap();
             path
         });
-        let (child, addr) = spawn(&dir, users.as_deref(), "127.0.0.1:0", &[]);
+        let extra = flags(&dir);
+        let (child, addr) = spawn(&dir, users.as_deref(), "127.0.0.1:0", &extra);
         Server {
             child: Mutex::new(child),
             addr,
             dir,
             users,
+            extra,
         }
     }
 
@@ -89,7 +125,7 @@ impl Server {
         let mut child = self.child.lock().unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
-        let (fresh, addr) = spawn(&self.dir, self.users.as_deref(), &self.addr, &[]);
+        let (fresh, addr) = spawn(&self.dir, self.users.as_deref(), &self.addr, &self.extra);
         assert_eq!(addr, self.addr);
         *child = fresh;
     }
@@ -334,7 +370,7 @@ impl ThreeNodes {
                 }
                 let role = Store::connect(url).and_then(|s| s.call(&["ROLE"]));
                 if let Ok(Value::Array(a)) = role {
-                    if a.first().and_then(Value::as_str) == Some("master") {
+                    if a.first().and_then(Reply::as_str) == Some("master") {
                         return i;
                     }
                 }

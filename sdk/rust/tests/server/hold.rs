@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tenure_locks::{Error, ErrorKind, Lock, Value};
+use tenure_locks::{Error, ErrorKind, Lock};
 
 use crate::harness::{hold_in_background, key_info, lock_stats, read_timeout, waiters_are, Server};
 use crate::proxy::Proxy;
+use crate::resp::Value;
 
 /// "At once": well under the 1 s ttl that a key not let go would take to
 /// come back.

@@ -37,7 +37,7 @@ fn revoked_by_admin() {
                 (Some(reason::REVOKED), true),
                 "{loss}"
             );
-            Err::<(), _>("the closure failed")
+            Err::<(), _>(Error::other("the closure failed"))
         })
         .unwrap_err();
     assert_eq!(

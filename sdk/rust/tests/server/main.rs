@@ -3,6 +3,7 @@
 
 mod harness;
 mod proxy;
+mod resp;
 
 mod client;
 mod cluster;
@@ -10,3 +11,6 @@ mod faults;
 mod frozen;
 mod hold;
 mod lost;
+#[cfg(feature = "tokio")]
+mod on_tokio;
+mod tls;

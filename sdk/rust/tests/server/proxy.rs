@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use tenure_locks::resp::{self, Value};
+use crate::resp::{self, Value};
 
 type Swallow = Box<dyn Fn(&[String], &Value) -> bool + Send>;
 type Delay = Box<dyn Fn(&[String]) -> Option<Duration> + Send>;
@@ -67,7 +67,12 @@ impl Proxy {
     /// A store that goes through the proxy, with a read timeout (and so wait
     /// chunks of half of it).
     pub fn store(&self, read_timeout: Duration) -> tenure_locks::Store {
-        let options = tenure_locks::Options::default().read_timeout(read_timeout);
+        // Dialing (with its CLIENT SETINFO) is bounded by the connect
+        // timeout: as short as a read, so that a silent proxy fails a dial
+        // as it fails a command.
+        let options = tenure_locks::Options::default()
+            .read_timeout(read_timeout)
+            .connect_timeout(read_timeout);
         tenure_locks::Store::connect_with(&self.url(), options).unwrap()
     }
 
