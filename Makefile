@@ -6,7 +6,7 @@
 GO       ?= go
 FUZZTIME ?= 30s
 
-.PHONY: build run cluster test test-rust test-python test-ts vet fuzz torture clean
+.PHONY: build run cluster test test-rust test-python test-python-debian test-python-venv python-apt test-ts vet fuzz torture clean
 
 build:
 	$(GO) build -o bin/tenure ./cmd/tenure
@@ -43,13 +43,26 @@ test-rust:
 		cd sdk/rust && cargo clippy --offline --all-targets -- -D warnings; \
 	else echo "cargo clippy is not installed: skipped"; fi
 
-# The Python SDK's tests (sdk/python) against the server built from here,
-# with Debian's python3 and its packages, which it installs with apt-get when
-# missing (as root). pytest's exit 5, no test ran, is a failure too.
+# The Python SDK (sdk/python) twice, against the server built from here;
+# pytest's exit 5, no test ran, is a failure too.
+# - On Debian's python3 and its python3-redis (4.3), from the source folder.
+#   It installs them with apt-get when missing (as root).
+# - In a venv of its own (sdk/python/.venv) with the newest redis-py, pytest
+#   and pytest-asyncio from PyPI: the wheel is built (python -m build) and
+#   installed there, mypy --strict checks the package, and the same tests
+#   run on the installed wheel (TENURE_LOCKS_INSTALLED=1), not the source.
 PYTHON ?= /usr/bin/python3
-PYTHON_APT = python3-redis python3-pytest python3-pytest-asyncio
-test-python:
-	@$(PYTHON) -c 'import redis.asyncio, pytest, pytest_asyncio' 2>/dev/null || { \
+PYTHON_APT = python3-redis python3-pytest python3-pytest-asyncio python3-venv
+PY_VENV = sdk/python/.venv
+PY_PIP  = redis pytest pytest-asyncio mypy build
+PYTEST  = PYTHONDONTWRITEBYTECODE=1 GO='$(GO)'
+PYTEST_FLAGS = -W error -q -p no:cacheprovider
+PYTEST_RC = rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; exit $$rc
+
+test-python: test-python-debian test-python-venv
+
+python-apt:
+	@$(PYTHON) -c 'import redis.asyncio, pytest, pytest_asyncio, ensurepip' 2>/dev/null || { \
 		if [ "$$(id -u)" -ne 0 ]; then \
 			echo "test-python: needs $(PYTHON_APT); run as root or install them" >&2; exit 1; \
 		fi; \
@@ -57,8 +70,22 @@ test-python:
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $(PYTHON_APT) >/dev/null; \
 	}
-	cd sdk/python && GO='$(GO)' PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -W error -q -p no:cacheprovider; \
-		rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; exit $$rc
+
+test-python-debian: python-apt
+	cd sdk/python && $(PYTEST) $(PYTHON) -m pytest $(PYTEST_FLAGS); $(PYTEST_RC)
+
+# The venv's pytest is run as a script, not with -m, so that the current
+# directory (the source) is not on sys.path; conftest.py checks it.
+test-python-venv: python-apt
+	test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/python -m pip install -q --upgrade pip $(PY_PIP)
+	rm -rf sdk/python/dist
+	cd sdk/python && .venv/bin/python -m build -q --wheel --outdir dist .
+	$(PY_VENV)/bin/python -m pip install -q --upgrade --force-reinstall sdk/python/dist/tenure_locks-*.whl
+	@$(PY_VENV)/bin/python -c 'import redis, tenure_locks; print("test-python: redis-py", redis.__version__, "and", tenure_locks.__file__)'
+	cd sdk/python && .venv/bin/mypy --strict tenure_locks
+	cd sdk/python && TENURE_LOCKS_INSTALLED=1 $(PYTEST) .venv/bin/pytest $(PYTEST_FLAGS) \
+		-o asyncio_default_fixture_loop_scope=function; $(PYTEST_RC)
 
 # The TypeScript SDK (sdk/ts): npm ci installs its dev dependencies (tsc and
 # the clients it is tested over), the build compiles it to dist/, and its
