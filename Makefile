@@ -1,12 +1,14 @@
 # tenure: `make run` starts the server with its data in ./data;
 # `make test` runs every test. Both need only Go (modules are fetched as
 # needed), and make test cargo as well, for the Rust SDK, apt-get for
-# the Python SDK's packages, and Node (20 or later) with npm, for the
-# TypeScript SDK.
+# the Python SDK's Debian packages (python3-venv among them; the newest
+# redis-py, pytest and mypy come from PyPI with pip, in a venv), and Node
+# (20 or later) with npm, for the TypeScript SDK; make sdks (part of make
+# test) installs each SDK's package the way a user does.
 GO       ?= go
 FUZZTIME ?= 30s
 
-.PHONY: build run cluster test test-rust test-python test-python-debian test-python-venv python-apt test-ts vet fuzz torture clean
+.PHONY: build run cluster test test-rust test-python test-python-debian test-python-venv python-apt test-ts sdks vet fuzz torture clean
 
 build:
 	$(GO) build -o bin/tenure ./cmd/tenure
@@ -34,6 +36,7 @@ test:
 	$(MAKE) test-rust
 	$(MAKE) test-python
 	$(MAKE) test-ts
+	$(MAKE) sdks
 
 # The Rust SDK (sdk/rust, std only, so --offline): its tests build
 # cmd/tenure with go build and start it themselves. Clippy too, if installed.
@@ -86,6 +89,18 @@ test-python-venv: python-apt
 	cd sdk/python && .venv/bin/mypy --strict tenure_locks
 	cd sdk/python && TENURE_LOCKS_INSTALLED=1 $(PYTEST) .venv/bin/pytest $(PYTEST_FLAGS) \
 		-o asyncio_default_fixture_loop_scope=function; $(PYTEST_RC)
+
+# What a user does on day one (sdk/day-one/run.sh): each SDK's installable
+# artifact built from a clean copy of the checkout (a Python wheel, an npm
+# tarball, the Go module), installed into a throwaway project of its
+# ecosystem (a fresh venv, a fresh npm project, a fresh Go module with a
+# replace directive to this repository), and the seed's example run there
+# against bin/tenure on a free loopback port; then the Rust SDK's own
+# (sdk-rust). make sdks SDKS='python go' runs some of the three.
+SDKS ?= python ts go
+sdks: build python-apt
+	GO='$(GO)' PYTHON='$(PYTHON)' bash sdk/day-one/run.sh $(SDKS)
+	$(MAKE) sdk-rust
 
 # The TypeScript SDK (sdk/ts): npm ci installs its dev dependencies (tsc and
 # the clients it is tested over), the build compiles it to dist/, and its
