@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import AsyncIterator, Dict, List, Optional
+from typing import AsyncIterator, Dict, List, Optional, Sequence
 
 import pytest
 import redis.asyncio as aredis
@@ -75,8 +75,8 @@ def ready(proc: subprocess.Popen, log: Path, timeout: float) -> str:
 class Server:
     """One tenure process; restart keeps its address and data dir."""
 
-    def __init__(self, binary: Path, workdir: Path, users: Optional[Path] = None):
-        self.binary, self.workdir, self.users = binary, workdir, users
+    def __init__(self, binary: Path, workdir: Path, users: Optional[Path] = None, flags: Sequence[str] = ()):
+        self.binary, self.workdir, self.users, self.flags = binary, workdir, users, list(flags)
         self.dir = workdir / "data"
         self.addr = "127.0.0.1:0"
         self.proc: Optional[subprocess.Popen] = None
@@ -96,6 +96,7 @@ class Server:
         args = [str(self.binary), "--addr", self.addr, "--dir", str(self.dir)]
         if self.users is not None:
             args += ["--users", str(self.users)]
+        args += self.flags
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
         self.addr = ready(self.proc, log, timeout=10)
