@@ -4,6 +4,7 @@ rediss:// URL) holds a lock on a server started with --tls-cert and
 --users, and a client that does not trust the server's certificate never
 gets as far as a hold."""
 
+import gc
 import subprocess
 import time
 
@@ -53,6 +54,11 @@ async def test_hold_over_tls_with_a_password(tls_server, clients):
         await close_client(url)
 
 
+# On Debian's Python 3.11.2, a TLS handshake that failed leaves its
+# transport to the garbage collector, which warns "unclosed transport" when
+# it gets to it (seen with redis-py 4.3): collected here, in this test, so
+# that the warning is not raised in a later one.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_untrusted_certificate(tls_server, clients):
     """Retried as any connection error, with the same reqid, for a ttl."""
     s = tls_server
@@ -60,6 +66,7 @@ async def test_untrusted_certificate(tls_server, clients):
     with pytest.raises(redis.exceptions.ConnectionError):  # 4.3 says only "Error 1 connecting …"
         async with tenure_locks.Store(untrusting).lock("l", ttl="1s").try_hold("k"):
             raise AssertionError("held over a TLS connection that does not trust the server")
+    gc.collect()
 
 
 async def test_wrong_password_is_final(tls_server, clients):
