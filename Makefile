@@ -52,8 +52,9 @@ test-rust:
 #   It installs them with apt-get when missing (as root).
 # - In a venv of its own (sdk/python/.venv) with the newest redis-py, pytest
 #   and pytest-asyncio from PyPI: the wheel is built (python -m build) and
-#   installed there, mypy --strict checks the package, and the same tests
-#   run on the installed wheel (TENURE_LOCKS_INSTALLED=1), not the source.
+#   installed there, mypy --strict checks the package and, against the
+#   installed wheel, sdk/day-one/example.py, and the same tests run on the
+#   installed wheel (TENURE_LOCKS_INSTALLED=1), not the source.
 PYTHON ?= /usr/bin/python3
 PYTHON_APT = python3-redis python3-pytest python3-pytest-asyncio python3-venv
 PY_VENV = sdk/python/.venv
@@ -87,6 +88,11 @@ test-python-venv: python-apt
 	$(PY_VENV)/bin/python -m pip install -q --upgrade --force-reinstall sdk/python/dist/tenure_locks-*.whl
 	@$(PY_VENV)/bin/python -c 'import redis, tenure_locks; print("test-python: redis-py", redis.__version__, "and", tenure_locks.__file__)'
 	cd sdk/python && .venv/bin/mypy --strict tenure_locks
+	@# The day-one example against the installed wheel's hints (py.typed), as
+	@# a user's mypy sees them; redis-py's execute_command has none, hence
+	@# --allow-untyped-calls.
+	cd sdk/day-one && ../python/.venv/bin/mypy --strict --allow-untyped-calls \
+		--cache-dir ../python/.venv/mypy-cache example.py
 	cd sdk/python && TENURE_LOCKS_INSTALLED=1 $(PYTEST) .venv/bin/pytest $(PYTEST_FLAGS) \
 		-o asyncio_default_fixture_loop_scope=function; $(PYTEST_RC)
 

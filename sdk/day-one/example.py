@@ -1,6 +1,7 @@
 """The Python SDK's example of SPEC §8 as a user writes it on day one: make
-sdks installs the wheel into a fresh venv, checks this file with mypy
---strict against the wheel's type hints, and runs it against a real server.
+sdks installs the wheel into a fresh venv and runs it there against a real
+server; make test-python checks it with mypy --strict against the installed
+wheel's type hints.
 It holds a chat's key while a stand-in model summarizes, saves the summary
 with the lease's fence, then shows the two errors a user handles: try_hold
 on a held key (NotHeldError) and a lease revoked while its block runs
