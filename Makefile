@@ -61,7 +61,11 @@ PY_VENV = sdk/python/.venv
 PY_PIP  = redis pytest pytest-asyncio mypy build
 PYTEST  = PYTHONDONTWRITEBYTECODE=1 GO='$(GO)'
 PYTEST_FLAGS = -W error -q -p no:cacheprovider
-PYTEST_RC = rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; exit $$rc
+PYTEST_RC = rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; \
+	if [ $$rc -eq 124 ]; then echo "test-python: still running after $(PYTEST_TIMEOUT): stopped" >&2; fi; exit $$rc
+# A run takes about a minute; one that hangs is interrupted (SIGINT, so that
+# the fixtures stop their servers) rather than left to eat CI's time.
+PYTEST_TIMEOUT = 10m
 
 test-python: test-python-debian test-python-venv
 
@@ -76,7 +80,7 @@ python-apt:
 	}
 
 test-python-debian: python-apt
-	cd sdk/python && $(PYTEST) $(PYTHON) -m pytest $(PYTEST_FLAGS); $(PYTEST_RC)
+	cd sdk/python && $(PYTEST) timeout -s INT -k 30s $(PYTEST_TIMEOUT) $(PYTHON) -m pytest $(PYTEST_FLAGS); $(PYTEST_RC)
 
 # The venv's pytest is run as a script, not with -m, so that the current
 # directory (the source) is not on sys.path; conftest.py checks it.
@@ -93,7 +97,7 @@ test-python-venv: python-apt
 	@# --allow-untyped-calls.
 	cd sdk/day-one && ../python/.venv/bin/mypy --strict --allow-untyped-calls \
 		--cache-dir ../python/.venv/mypy-cache example.py
-	cd sdk/python && TENURE_LOCKS_INSTALLED=1 $(PYTEST) .venv/bin/pytest $(PYTEST_FLAGS) \
+	cd sdk/python && TENURE_LOCKS_INSTALLED=1 $(PYTEST) timeout -s INT -k 30s $(PYTEST_TIMEOUT) .venv/bin/pytest $(PYTEST_FLAGS) \
 		-o asyncio_default_fixture_loop_scope=function; $(PYTEST_RC)
 
 # What a user does on day one (sdk/day-one/run.sh): each SDK's installable
