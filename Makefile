@@ -1,12 +1,14 @@
 # tenure: `make run` starts the server with its data in ./data;
 # `make test` runs every test. Both need only Go (modules are fetched as
 # needed), and make test cargo as well, for the Rust SDK, apt-get for
-# the Python SDK's packages, and Node (20 or later) with npm, for the
-# TypeScript SDK.
+# the Python SDK's Debian packages (python3-venv among them; the newest
+# redis-py, pytest and mypy come from PyPI with pip, in a venv), and Node
+# (20 or later) with npm, for the TypeScript SDK; make sdks (part of make
+# test) installs each SDK's package the way a user does.
 GO       ?= go
 FUZZTIME ?= 30s
 
-.PHONY: build run cluster test test-rust test-python test-ts vet fuzz torture clean
+.PHONY: build run cluster test test-rust test-python test-python-debian test-python-venv python-apt test-ts sdks vet fuzz torture clean
 
 build:
 	$(GO) build -o bin/tenure ./cmd/tenure
@@ -34,6 +36,7 @@ test:
 	$(MAKE) test-rust
 	$(MAKE) test-python
 	$(MAKE) test-ts
+	$(MAKE) sdks
 
 # The Rust SDK (sdk/rust, on the redis crate, TLS through the system's
 # OpenSSL): cargo fetches its crates (Cargo.lock pins them); its tests build
@@ -68,13 +71,31 @@ rust-deps:
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $(RUST_APT) >/dev/null; \
 	}
 
-# The Python SDK's tests (sdk/python) against the server built from here,
-# with Debian's python3 and its packages, which it installs with apt-get when
-# missing (as root). pytest's exit 5, no test ran, is a failure too.
+# The Python SDK (sdk/python) twice, against the server built from here;
+# pytest's exit 5, no test ran, is a failure too.
+# - On Debian's python3 and its python3-redis (4.3), from the source folder.
+#   It installs them with apt-get when missing (as root).
+# - In a venv of its own (sdk/python/.venv) with the newest redis-py, pytest
+#   and pytest-asyncio from PyPI: the wheel is built (python -m build) and
+#   installed there, mypy --strict checks the package and, against the
+#   installed wheel, sdk/day-one/example.py, and the same tests run on the
+#   installed wheel (TENURE_LOCKS_INSTALLED=1), not the source.
 PYTHON ?= /usr/bin/python3
-PYTHON_APT = python3-redis python3-pytest python3-pytest-asyncio
-test-python:
-	@$(PYTHON) -c 'import redis.asyncio, pytest, pytest_asyncio' 2>/dev/null || { \
+PYTHON_APT = python3-redis python3-pytest python3-pytest-asyncio python3-venv
+PY_VENV = sdk/python/.venv
+PY_PIP  = redis pytest pytest-asyncio mypy build
+PYTEST  = PYTHONDONTWRITEBYTECODE=1 GO='$(GO)'
+PYTEST_FLAGS = -W error -q -p no:cacheprovider
+PYTEST_RC = rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; \
+	if [ $$rc -eq 124 ]; then echo "test-python: still running after $(PYTEST_TIMEOUT): stopped" >&2; fi; exit $$rc
+# A run takes about a minute; one that hangs is interrupted (SIGINT, so that
+# the fixtures stop their servers) rather than left to eat CI's time.
+PYTEST_TIMEOUT = 10m
+
+test-python: test-python-debian test-python-venv
+
+python-apt:
+	@$(PYTHON) -c 'import redis.asyncio, pytest, pytest_asyncio, ensurepip' 2>/dev/null || { \
 		if [ "$$(id -u)" -ne 0 ]; then \
 			echo "test-python: needs $(PYTHON_APT); run as root or install them" >&2; exit 1; \
 		fi; \
@@ -82,8 +103,39 @@ test-python:
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends $(PYTHON_APT) >/dev/null; \
 	}
-	cd sdk/python && GO='$(GO)' PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -W error -q -p no:cacheprovider; \
-		rc=$$?; if [ $$rc -eq 5 ]; then echo "test-python: no test ran" >&2; exit 1; fi; exit $$rc
+
+test-python-debian: python-apt
+	cd sdk/python && $(PYTEST) timeout -s INT -k 30s $(PYTEST_TIMEOUT) $(PYTHON) -m pytest $(PYTEST_FLAGS); $(PYTEST_RC)
+
+# The venv's pytest is run as a script, not with -m, so that the current
+# directory (the source) is not on sys.path; conftest.py checks it.
+test-python-venv: python-apt
+	test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/python -m pip install -q --upgrade pip $(PY_PIP)
+	rm -rf sdk/python/dist
+	cd sdk/python && .venv/bin/python -m build -q --wheel --outdir dist .
+	$(PY_VENV)/bin/python -m pip install -q --upgrade --force-reinstall sdk/python/dist/tenure_locks-*.whl
+	@$(PY_VENV)/bin/python -c 'import redis, tenure_locks; print("test-python: redis-py", redis.__version__, "and", tenure_locks.__file__)'
+	cd sdk/python && .venv/bin/mypy --strict tenure_locks
+	@# The day-one example against the installed wheel's hints (py.typed), as
+	@# a user's mypy sees them; redis-py's execute_command has none, hence
+	@# --allow-untyped-calls.
+	cd sdk/day-one && ../python/.venv/bin/mypy --strict --allow-untyped-calls \
+		--cache-dir ../python/.venv/mypy-cache example.py
+	cd sdk/python && TENURE_LOCKS_INSTALLED=1 $(PYTEST) timeout -s INT -k 30s $(PYTEST_TIMEOUT) .venv/bin/pytest $(PYTEST_FLAGS) \
+		-o asyncio_default_fixture_loop_scope=function; $(PYTEST_RC)
+
+# What a user does on day one (sdk/day-one/run.sh): each SDK's installable
+# artifact built from a clean copy of the checkout (a Python wheel, an npm
+# tarball, the Go module), installed into a throwaway project of its
+# ecosystem (a fresh venv, a fresh npm project, a fresh Go module with a
+# replace directive to this repository), and the seed's example run there
+# against bin/tenure on a free loopback port; then the Rust SDK's own
+# (sdk-rust). make sdks SDKS='python go' runs some of the three.
+SDKS ?= python ts go
+sdks: build python-apt
+	GO='$(GO)' PYTHON='$(PYTHON)' bash sdk/day-one/run.sh $(SDKS)
+	$(MAKE) sdk-rust
 
 # The TypeScript SDK (sdk/ts): npm ci installs its dev dependencies (tsc and
 # the clients it is tested over), the build compiles it to dist/, and its

@@ -2,8 +2,24 @@
 // tokens over a go-redis client. The user writes a function; the SDK waits
 // in line for the key, keeps the lease while the function runs, cancels the
 // function's context the moment the lease is lost, lets the key go when the
-// function returns or panics, and tells the truth about what happened:
+// function returns or panics, and tells the truth about what happened.
 //
+// # Install
+//
+// It is a package of the tenure module, on go-redis v9 and nothing else:
+//
+//	go get github.com/tenure-db/tenure/sdk/locks
+//
+// or, from a checkout of the repository, a replace directive in your go.mod:
+//
+//	go mod edit -require github.com/tenure-db/tenure@v0.0.0 -replace github.com/tenure-db/tenure=/path/to/tenure
+//
+// make sdks does the latter in a throwaway module and runs the example
+// below there (sdk/day-one/main.go).
+//
+// # The seed's example
+//
+//	store := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 //	summaries, err := locks.OpenLock(store, "summaries", locks.TTL(30*time.Second))
 //
 //	err = summaries.Hold(ctx, chatID, func(ctx context.Context, lease *locks.Lease) error {
@@ -14,6 +30,12 @@
 //		return saveSummary(ctx, chatID, text, lease.Fence)
 //	})
 //
+// saveSummary writes with the fence, so that a holder that lost its lease
+// cannot overwrite the next holder's summary: on tenure's own keys,
+// store.Do(ctx, "SET", "summary:"+chatID, text, "FENCE", fence). Hold
+// returns ErrLost if the lease was lost, even when fn returned nil, and
+// ErrNotHeld (from TryHold, or a Wait that elapsed) when fn never ran.
+//
 // What it is for: making sure that, most of the time, one worker does a
 // piece of work, and learning when that could not be made sure. What it is
 // not for: a lease cannot stop code that ignores its context, nor a write
@@ -22,6 +44,51 @@
 // tenure's own keys do with SET … FENCE (LOCK-12), other systems by
 // comparing fences. A Lease's Fence is larger than every fence granted
 // before it (LOCK-02), restarts of the store included.
+//
+// # TLS and auth
+//
+// OpenLock takes the client as the user made it, and with it its TLS, its
+// user and password, its pool and timeouts: the SDK sends commands with its
+// Do, and reads its ReadTimeout (for the wait chunks) without changing it. Against a tenure started with --tls-cert, --tls-key and
+// --users (SPEC §5):
+//
+//	store := redis.NewClient(&redis.Options{
+//		Addr:      "db.internal:6379",
+//		Username:  "app",
+//		Password:  os.Getenv("TENURE_PASSWORD"),
+//		TLSConfig: &tls.Config{RootCAs: pool}, // or redis.ParseURL("rediss://app:…@db.internal:6379")
+//	})
+//
+// Holding needs a user with the write role: a read user's Hold returns the
+// store's NOPERM error at once, naming the hold.
+//
+// # On a cluster
+//
+// For a tenure cluster (SPEC §10, docs/cluster.md), pass a
+// *redis.ClusterClient (any redis.UniversalClient will do): a tenure cluster
+// looks to go-redis like a Redis Cluster of one shard led by the leader, and
+// the client follows -MOVED to it. A short ClusterStateReloadInterval finds a
+// new leader sooner. A failover is a restart (LOCK-10, LOCK-14): the new
+// leader holds no lease, so a Hold whose leader dies is lost ("expired" or
+// "unknown lease") and fn's context cancelled; the next Hold's fence is
+// larger, from a newer epoch.
+//
+// # When the network or the store fails
+//
+// Every request is retried with the same id, on whatever connection the
+// client hands out, so a cut connection, a lost reply or a store back in
+// time costs only a retry: the store answers a retried HOLD with the lease
+// it already gave (LOCK-03), and renewals that fail are tried again, at
+// least every ttl/10, until the holder's deadline. When the deadline passes
+// without a renewal (the store down, the network cut, this process paused)
+// the lease is lost by the holder's own clock, a margin before the store
+// could give the key to anyone else: fn's context is cancelled and Hold
+// returns a *LostError with reason "expired". A store that restarted forgot
+// every lease: the next renewal is answered "unknown lease", and that is
+// the reason. A Hold still waiting in line retries until a ttl passes with
+// no answer, then returns "locks: hold … no answer for <ttl>" wrapping the
+// last error. An error reply no retry cures (a
+// read-only user's NOPERM) ends it at once.
 //
 // # When fn's context is cancelled
 //

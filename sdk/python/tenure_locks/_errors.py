@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from redis.exceptions import AskError, ClusterDownError, MovedError, ResponseError, TryAgainError
+from redis.exceptions import (AskError, AuthenticationError, ClusterDownError, MovedError, ResponseError,
+                              TryAgainError)
 
 # Reasons a lease is lost, as the store spells them after "-LOST " (SPEC §4).
 REASON_EXPIRED = "expired"
@@ -78,7 +79,11 @@ _CLUSTER_TRANSIENT = (TryAgainError, ClusterDownError, MovedError, AskError)
 def transient(err: BaseException) -> bool:
     """Whether an error is worth a retry with the same request: the network
     failed (or the reply was lost), or the store answered an error that a
-    later try can cure. Any other error reply is final."""
+    later try can cure. Any other error reply is final, and so is a refused
+    password: redis-py 4.3 raises the store's -WRONGPASS as a ResponseError,
+    later versions as an AuthenticationError, which is a ConnectionError."""
+    if isinstance(err, AuthenticationError):
+        return False
     if not isinstance(err, ResponseError) or isinstance(err, _CLUSTER_TRANSIENT):
         return True
     return str(err).startswith(_TRANSIENT_PREFIXES)

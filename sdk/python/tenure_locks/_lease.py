@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Callable, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ._errors import REASON_EXPIRED, REASON_MAXHOLD, LostError, store_lost
-from ._wire import Grant, attempts, send_renew
+from ._wire import Grant, Key, attempts, send_renew
 
 if TYPE_CHECKING:
     from ._lock import Lock
@@ -28,7 +28,7 @@ class Lease:
     lease is held and the ``LostError`` once it is lost.
     """
 
-    def __init__(self, lock: "Lock", key: Union[str, bytes], grant: Grant):
+    def __init__(self, lock: "Lock", key: Key, grant: Grant):
         self.key = key
         self.fence: int = grant.fence
         self._id = grant.id  # renews and releases; never leaves the SDK (LOCK-04)

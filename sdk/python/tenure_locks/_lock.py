@@ -8,15 +8,17 @@ import re
 import time
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, Dict, Optional, Tuple, Type, Union
+from typing import Dict, Optional, Tuple, Type, Union
 
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from ._errors import (REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
                       LostError, NotHeldError, store_lost, superseded, transient)
 from ._lease import Lease, _is_lost_reply, keep
-from ._wire import (MAX_IN_FLIGHT, Grant, HoldReply, attempts, finish, is_cluster, new_reqid,
+from ._wire import (MAX_IN_FLIGHT, Client, Grant, HoldReply, Key, attempts, finish, new_reqid,
                     send_hold, send_release, send_renew, store_epoch)
 
 Duration = Union[str, int, float, timedelta]
@@ -60,7 +62,7 @@ def parse_duration(what: str, d: Duration) -> float:
     raise ValueError(f"{what} {d!r}: want a duration such as '30s', '500ms', seconds, or a timedelta")
 
 
-def _key_bytes(k: Union[str, bytes]) -> int:
+def _key_bytes(k: Key) -> int:
     return len(k.encode() if isinstance(k, str) else k)
 
 
@@ -81,13 +83,13 @@ class Store:
     list of nodes for good, so it could not find the new leader.
     """
 
-    def __init__(self, client: Any):
-        if not hasattr(client, "execute_command"):
+    def __init__(self, client: Union[Redis, RedisCluster]):
+        if not (hasattr(client, "execute_command") and hasattr(client, "get_connection_kwargs")):
             raise TypeError(f"Store wants a redis.asyncio.Redis client, got {type(client).__name__}")
-        if is_cluster(client) and not client.nodes_manager.require_full_coverage:
+        if isinstance(client, RedisCluster) and not client.nodes_manager.require_full_coverage:
             raise ValueError("Store wants a RedisCluster made with require_full_coverage=True: without it, "
                              "a routing refresh during an election loses every node for good")
-        self.client = client
+        self.client: Client = client
 
     def lock(self, name: str, *, ttl: Duration = DEFAULT_TTL, max_hold: Optional[Duration] = None,
              wait: Optional[Duration] = None, margin: Optional[Duration] = None) -> "Lock":
@@ -134,15 +136,13 @@ class Lock:
             raise ValueError(f"margin {_fmt(self.margin)}: must be under max_hold")
         # Each HOLD while waiting waits half the client's socket timeout, so
         # that its reply comes well before the client stops reading.
-        pool = getattr(self.client, "connection_pool", None)  # a RedisCluster has none
-        kwargs = getattr(pool if pool is not None else self.client, "connection_kwargs", {})
-        timeout = kwargs.get("socket_timeout")
+        timeout = self.client.get_connection_kwargs().get("socket_timeout")
         self.chunk = timeout / 2 if timeout else UNBOUNDED_CHUNK
 
     def __repr__(self) -> str:
         return f"Lock({self.name!r}, ttl={self.ttl:g})"
 
-    def hold(self, key: Union[str, bytes]) -> "Holding":
+    def hold(self, key: Key) -> "Holding":
         """``async with lock.hold(key) as lease:`` waits in line for key, then
         runs the block while holding it, renewing the lease in the
         background, and releases it when the block ends, however it ends.
@@ -155,14 +155,14 @@ class Lock:
         """
         return Holding(self, key, try_once=False)
 
-    def try_hold(self, key: Union[str, bytes]) -> "Holding":
+    def try_hold(self, key: Key) -> "Holding":
         """``hold`` that does not wait in line: entering raises NotHeldError
         at once if key is held."""
         return Holding(self, key, try_once=True)
 
     # -- waiting in line -------------------------------------------------
 
-    async def _acquire(self, key: Any, try_once: bool) -> Tuple[Grant, "_HoldCalls"]:
+    async def _acquire(self, key: Key, try_once: bool) -> Tuple[Grant, "_HoldCalls"]:
         """Gets key for one reqid (SPEC §8): HOLDs with that reqid, each
         waiting one chunk; a network error or lost reply is retried with the
         same reqid on any connection, and answered with the same lease
@@ -284,11 +284,11 @@ class Lock:
                             final = NotHeldError(f"{self.name} {key!r} is held")
                         elif not send():
                             final = waited()
-                    elif store_lost(r.error) is not None:
+                    elif (lost := store_lost(r.error)) is not None:
                         # Granted, but the reply was lost and the lease ended
                         # before this retry: the block never ran.
                         final = NotHeldError(f"{self.name} {key!r}: the grant's reply was lost and then "
-                                             f"the lease: {store_lost(r.error).reason}")  # type: ignore[union-attr]
+                                             f"the lease: {lost.reason}")
                     elif not transient(r.error):
                         # The store refused (a read-only user: NOPERM): the
                         # same kind of error, saying which hold.
@@ -317,7 +317,7 @@ class Lock:
             raise asyncio.CancelledError()
         raise final
 
-    async def _abandon(self, key: Any, reqid: str, calls: "_HoldCalls") -> None:
+    async def _abandon(self, key: Key, reqid: str, calls: "_HoldCalls") -> None:
         """Stops waiting for reqid, and lets go of any grant that raced in. A
         HOLD with the same reqid and WAIT 0 answers the blocked HOLD at once
         (superseded) and leaves the place to linger, passed over; it says
@@ -419,8 +419,10 @@ class Lock:
             raise RedisConnectionError(f"tenure_locks: hold {self.name} {lease.key!r}: renew after the grant: "
                                   f"{out.error!r}")
         if out.error is not None:
+            lost = store_lost(out.error)
+            assert lost is not None  # attempts stops early only on -LOST
             raise NotHeldError(f"{self.name} {lease.key!r}: the lease ended before the block started: "
-                               f"{store_lost(out.error).reason}")  # type: ignore[union-attr]
+                               f"{lost.reason}")
         lease._set_deadline(out.sent, out.value, out.value < self.ttl)
 
 
@@ -434,7 +436,7 @@ OVERLAP_AT = 4
 class _HoldCall:
     """One HOLD that _acquire sent, in a task of its own."""
 
-    def __init__(self, seq: int, wait: float, task: "asyncio.Task[HoldReply]"):
+    def __init__(self, seq: int, wait: float, task: asyncio.Task[HoldReply]):
         self.seq = seq
         self.sent = time.monotonic()  # when it was handed to its task: no later than its send
         self.wait = wait
@@ -450,11 +452,11 @@ class _HoldCalls:
     than the one it kept (a HOLD that reached the store after the reqid was
     forgotten) is released at once; ``done`` waits for that."""
 
-    def __init__(self, lock: "Lock", key: Any, reqid: str):
+    def __init__(self, lock: "Lock", key: Key, reqid: str):
         self.lock, self.key, self.reqid = lock, key, reqid
-        self.in_flight: Dict[asyncio.Task, _HoldCall] = {}  # sent and not yet read by _acquire
+        self.in_flight: Dict[asyncio.Task[HoldReply], _HoldCall] = {}  # sent and not yet read by _acquire
         self._seq = 0
-        self._settling: Optional[asyncio.Task] = None
+        self._settling: Optional[asyncio.Task[None]] = None
 
     def send(self, wait: float) -> _HoldCall:
         lk = self.lock
@@ -464,7 +466,7 @@ class _HoldCalls:
         self.in_flight[task] = call
         return call
 
-    def answered(self, t: asyncio.Task) -> _HoldCall:
+    def answered(self, t: asyncio.Task[HoldReply]) -> _HoldCall:
         return self.in_flight.pop(t)
 
     def settle(self, kept: Optional[str]) -> None:
@@ -493,13 +495,13 @@ class Holding:
     """The async context manager of one hold (``Lock.hold``, ``Lock.try_hold``);
     it can be entered once."""
 
-    def __init__(self, lock: Lock, key: Union[str, bytes], try_once: bool):
+    def __init__(self, lock: Lock, key: Key, try_once: bool):
         self._lock = lock
         self._key = key
         self._try = try_once
-        self._task: Optional[asyncio.Task] = None
+        self._task: Optional[asyncio.Task[object]] = None
         self._lease: Optional[Lease] = None
-        self._keeper: Optional[asyncio.Task] = None
+        self._keeper: Optional[asyncio.Task[None]] = None
         self._calls: Optional[_HoldCalls] = None  # the HOLDs that got the lease
         self._our_cancel = 0  # Task.cancelling() just after we cancelled the block
         self._over = False
@@ -576,7 +578,7 @@ class Holding:
             raise lost  # the block's own exception, if any, is its __context__
         return False
 
-    async def _let_go(self, lease: Lease, keeper: asyncio.Task) -> Optional[LostError]:
+    async def _let_go(self, lease: Lease, keeper: asyncio.Task[None]) -> Optional[LostError]:
         """Stops the renewals and releases the lease (SPEC §8), retrying with
         its id until the holder's deadline. Returns why the lease was lost, if
         it was before the block ended; a RELEASE answered -LOST (an admin
@@ -596,6 +598,8 @@ class Holding:
             store_says = await lk._release(lease._id, time.monotonic() + lk.ttl / 10)
             if store_says is not None and await lk._tells_more(store_says, lease.fence):
                 lease._lost = lost = store_says
-        if not keeper.cancelled() and keeper.exception() is not None:
-            raise keeper.exception()  # type: ignore[misc]  # a bug of the SDK's: say so
+        if not keeper.cancelled():
+            bug = keeper.exception()
+            if bug is not None:
+                raise bug  # a bug of the SDK's: say so
         return lost

@@ -8,9 +8,15 @@ import math
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Optional, Set, Tuple
+from typing import Any, Awaitable, Callable, List, Mapping, Optional, Protocol, Set, Tuple, TypeVar, Union
 
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
+
+T = TypeVar("T")
+
+# A key or lock name as the SDK takes it.
+Key = Union[str, bytes]
 
 # How long past its WAIT a HOLD's reply may take before the SDK counts it
 # lost and asks again with the same reqid (LOCK-03). Cancelling a command
@@ -29,13 +35,18 @@ def new_reqid() -> str:
     return secrets.token_hex(16)
 
 
-def is_cluster(client: Any) -> bool:
-    """Whether client is a redis-py RedisCluster (redis.asyncio.cluster),
-    which routes each command by its key's slot (SPEC §10)."""
-    return hasattr(client, "get_node_from_key") and hasattr(client, "nodes_manager")
+class Client(Protocol):
+    """What the SDK asks of the client it is given: a ``redis.asyncio.Redis``
+    or a ``redis.asyncio.cluster.RedisCluster`` (SPEC §10) both are one.
+    Replies are whatever the client's parser makes of them (bytes, ints,
+    lists, None), so they are Any until the SDK has checked them."""
+
+    def execute_command(self, *args: Any, **options: Any) -> Awaitable[Any]: ...
+
+    def get_connection_kwargs(self) -> Mapping[str, Any]: ...
 
 
-async def execute(client: Any, route_key: str, *args: Any) -> Any:
+async def execute(client: Client, route_key: str, *args: Union[str, bytes, int]) -> Any:
     """Sends args on client. A RedisCluster routes a command by its key and
     follows -MOVED and -TRYAGAIN itself; LOCK.RENEW, LOCK.RELEASE and INFO
     name no key, so they go to the node that holds route_key's slot (the lock's
@@ -43,7 +54,7 @@ async def execute(client: Any, route_key: str, *args: Any) -> Any:
     -MOVED there updates the client's slots, and the SDK's next try goes to the
     new leader; a refresh the client asked for (after a dead node) runs
     first."""
-    if not is_cluster(client) or args[0] == "LOCK.HOLD":
+    if not isinstance(client, RedisCluster) or args[0] == "LOCK.HOLD":
         return await client.execute_command(*args)
     await client.initialize()
     return await client.execute_command(*args, target_nodes=client.get_node_from_key(route_key))
@@ -53,8 +64,13 @@ def ms(seconds: float) -> int:
     return int(seconds * 1000)
 
 
-def _text(v: Any) -> Any:
-    return v.decode() if isinstance(v, bytes) else v
+def _text(v: object) -> str:
+    """A reply's simple or bulk string as text (bytes without decode_responses)."""
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, str):
+        return v
+    raise ResponseError(f"want a string reply, got {v!r}")
 
 
 @dataclass
@@ -79,11 +95,11 @@ class HoldReply:
     error: Optional[BaseException] = None
 
 
-async def send_hold(client: Any, name: str, key: Any, reqid: str, ttl: float,
+async def send_hold(client: Client, name: str, key: Key, reqid: str, ttl: float,
                     wait: float, max_hold: Optional[float]) -> HoldReply:
     """LOCK.HOLD with WAIT wait, once, its reply awaited at most wait +
     HOLD_GRACE. Never raises but CancelledError."""
-    args: list = ["LOCK.HOLD", name, key, reqid, "TTL", ms(ttl),
+    args: List[Union[str, bytes, int]] = ["LOCK.HOLD", name, key, reqid, "TTL", ms(ttl),
                   "WAIT", math.ceil(wait * 1000)]  # a wait is waited in full
     if max_hold is not None:
         args += ["MAXHOLD", ms(max_hold)]
@@ -94,22 +110,23 @@ async def send_hold(client: Any, name: str, key: Any, reqid: str, ttl: float,
         return HoldReply(sent, error=e)
     if vals is None:
         return HoldReply(sent)
-    if (not isinstance(vals, list) or len(vals) != 3 or not isinstance(vals[1], int)
-            or not isinstance(vals[2], int) or len(_text(vals[0])) != 32 or vals[1] <= 0):
+    if (not isinstance(vals, list) or len(vals) != 3 or not isinstance(vals[0], (bytes, str))
+            or len(vals[0]) != 32 or not isinstance(vals[1], int) or not isinstance(vals[2], int)
+            or vals[1] <= 0):
         return HoldReply(sent, error=ResponseError(f"LOCK.HOLD replied {vals!r}, want [leaseid fence ttl]"))
     return HoldReply(sent, Grant(_text(vals[0]), vals[1], vals[2] / 1000, sent, time.monotonic(), sent))
 
 
-async def send_renew(client: Any, name: str, lease_id: str) -> float:
+async def send_renew(client: Client, name: str, lease_id: str) -> float:
     """LOCK.RENEW of a lease of lock name: the seconds to the new deadline."""
     return int(await execute(client, name, "LOCK.RENEW", lease_id)) / 1000
 
 
-async def send_release(client: Any, name: str, lease_id: str) -> None:
+async def send_release(client: Client, name: str, lease_id: str) -> None:
     await execute(client, name, "LOCK.RELEASE", lease_id)
 
 
-async def store_epoch(client: Any, name: str) -> int:
+async def store_epoch(client: Client, name: str) -> int:
     """The store's epoch, from INFO locks (SPEC §2, §6); on a cluster, the
     epoch the node that leads for lock name has applied."""
     info = await execute(client, name, "INFO", "locks")
@@ -147,7 +164,7 @@ async def attempts(until: float, every: float, op: Callable[[], Awaitable[Any]],
         except Exception as e:
             return Outcome(sent, error=e)
 
-    tasks: Set[asyncio.Task] = set()
+    tasks: Set[asyncio.Task[Outcome]] = set()
     last = Outcome(time.monotonic(), error=asyncio.TimeoutError("no attempt answered in time"))
     next_at = time.monotonic()
     try:
@@ -177,7 +194,7 @@ async def attempts(until: float, every: float, op: Callable[[], Awaitable[Any]],
             await asyncio.wait(tasks)
 
 
-async def finish(aw: Awaitable[Any]) -> Tuple[Any, bool]:
+async def finish(aw: Awaitable[T]) -> Tuple[T, bool]:
     """Runs aw to its end even if the caller is cancelled meanwhile, and
     returns its result and whether a cancellation arrived. The caller decides
     what the cancellation means (it stays counted in Task.cancelling())."""

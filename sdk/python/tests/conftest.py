@@ -1,5 +1,10 @@
 """The real server for the tests: built from this repository once per
-session, started per test on a free loopback port with a temp data dir."""
+session, started per test on a free loopback port with a temp data dir.
+
+Which tenure_locks the tests run: the source beside them (make
+test-python's run on Debian's python3-redis), or, with
+TENURE_LOCKS_INSTALLED=1, the one installed in the running Python (the
+wheel in the venv with the newest redis-py), never the source folder."""
 
 from __future__ import annotations
 
@@ -12,14 +17,37 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import AsyncIterator, Dict, List, Optional
+from typing import AsyncIterator, Dict, List, Optional, Sequence
 
 import pytest
 import redis.asyncio as aredis
 
 REPO = Path(__file__).resolve().parents[3]
 SDK = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(SDK))
+INSTALLED = os.environ.get("TENURE_LOCKS_INSTALLED") == "1"
+if not INSTALLED:
+    sys.path.insert(0, str(SDK))
+
+import tenure_locks  # noqa: E402
+
+if INSTALLED and Path(tenure_locks.__file__).resolve().is_relative_to(SDK / "tenure_locks"):
+    raise RuntimeError(f"TENURE_LOCKS_INSTALLED=1, but tenure_locks comes from the source: {tenure_locks.__file__}")
+
+# The PYTHONPATH a child Python needs to import the same tenure_locks.
+CHILD_PYTHONPATH = "" if INSTALLED else str(SDK)
+
+
+def pytest_report_header() -> str:
+    import redis
+
+    return f"tenure_locks from {Path(tenure_locks.__file__).parent}, redis-py {redis.__version__}"
+
+
+async def close_client(c) -> None:
+    """Closes a redis.asyncio client: aclose() where redis-py has it (5.0.1
+    and later deprecate close()), close() on 4.3."""
+    aclose = getattr(c, "aclose", None)
+    await (aclose() if aclose is not None else c.close())
 
 
 @pytest.fixture(scope="session")
@@ -47,8 +75,8 @@ def ready(proc: subprocess.Popen, log: Path, timeout: float) -> str:
 class Server:
     """One tenure process; restart keeps its address and data dir."""
 
-    def __init__(self, binary: Path, workdir: Path, users: Optional[Path] = None):
-        self.binary, self.workdir, self.users = binary, workdir, users
+    def __init__(self, binary: Path, workdir: Path, users: Optional[Path] = None, flags: Sequence[str] = ()):
+        self.binary, self.workdir, self.users, self.flags = binary, workdir, users, list(flags)
         self.dir = workdir / "data"
         self.addr = "127.0.0.1:0"
         self.proc: Optional[subprocess.Popen] = None
@@ -68,6 +96,7 @@ class Server:
         args = [str(self.binary), "--addr", self.addr, "--dir", str(self.dir)]
         if self.users is not None:
             args += ["--users", str(self.users)]
+        args += self.flags
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
         self.addr = ready(self.proc, log, timeout=10)
@@ -116,7 +145,7 @@ async def clients() -> AsyncIterator[Clients]:
     cs = Clients()
     yield cs
     for c in cs.made:
-        await c.close()
+        await close_client(c)
 
 
 @pytest.fixture
@@ -152,7 +181,8 @@ async def key_info(c: aredis.Redis, lock: str, key: str) -> Optional[Dict[str, i
     r = await c.execute_command("LOCK.INFO", lock, key)
     if r is None:
         return None
-    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in zip(r[::2], r[1::2])}
+    pairs = r.items() if isinstance(r, dict) else zip(r[::2], r[1::2])  # a RESP3 map (redis-py 5+'s default) or a flat array
+    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in pairs}
 
 
 async def lock_stats(c: aredis.Redis) -> Dict[str, int]:
@@ -229,7 +259,7 @@ class ThreeNodes:
                 except Exception:
                     role = None
                 finally:
-                    await c.close()
+                    await close_client(c)
                 if role and role[0] == b"master":
                     return i
             await asyncio.sleep(0.02)

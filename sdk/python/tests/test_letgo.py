@@ -188,7 +188,8 @@ async def test_bounded_wait_and_try_hold(server, admin):
 
 
 def test_options():
-    store = tenure_locks.Store(object.__new__(type("C", (), {"execute_command": None})))
+    # A stand-in with the two methods Store reads; lock() sends nothing.
+    store = tenure_locks.Store(type("C", (), {"execute_command": None, "get_connection_kwargs": lambda self: {}})())
     from datetime import timedelta
     assert store.lock("l", ttl="30s").ttl == 30
     assert store.lock("l", ttl="1m30s").ttl == 90

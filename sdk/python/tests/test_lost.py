@@ -16,7 +16,7 @@ import pytest
 import redis
 
 import tenure_locks
-from conftest import SDK
+from conftest import CHILD_PYTHONPATH
 
 
 async def cancelled_at_next_await(cause):
@@ -139,7 +139,7 @@ async def main(port, block):
                 out["finished"] = True
     except tenure_locks.LostError as e:
         out["lost"] = e.reason
-    await c.close()
+    await (c.aclose() if hasattr(c, "aclose") else c.close())
     print(json.dumps(out), flush=True)
 
 asyncio.run(main(int(sys.argv[1]), sys.argv[2]))
@@ -153,7 +153,7 @@ async def test_frozen_holder(server, admin, block):
     block is cancelled and its hold raises LostError("expired")."""
     child = subprocess.Popen([sys.executable, "-c", FROZEN_CHILD, str(server.port), block],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(SDK)})
+                             env={**os.environ, "PYTHONPATH": CHILD_PYTHONPATH})
     try:
         held = json.loads(await asyncio.to_thread(child.stdout.readline))
         child.send_signal(signal.SIGSTOP)
