@@ -41,7 +41,8 @@ test:
 # The Rust SDK (sdk/rust, on the redis crate, TLS through the system's
 # OpenSSL): cargo fetches its crates (Cargo.lock pins them); its tests build
 # cmd/tenure with go build and start it themselves; the sync API and the
-# tokio one (--all-features). Clippy too, if installed. Then sdk-rust.
+# tokio one (--all-features). Clippy too, if installed. (make sdks runs
+# sdk-rust, the day-one check, as make test does.)
 # Debian's libssl-dev and pkg-config, which the TLS build needs, are
 # installed with apt-get when missing (as root).
 RUST_APT = libssl-dev pkg-config
@@ -51,7 +52,6 @@ test-rust: rust-deps
 	@if cargo clippy --version >/dev/null 2>&1; then \
 		cd sdk/rust && cargo clippy --all-targets --all-features -- -D warnings; \
 	else echo "cargo clippy is not installed: skipped"; fi
-	$(MAKE) sdk-rust
 
 # The Rust SDK as a user gets it: cargo package builds the crate, a
 # throwaway cargo project depends on the unpacked package by path, and the
