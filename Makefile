@@ -36,7 +36,6 @@ test:
 	$(MAKE) test-rust
 	$(MAKE) test-python
 	$(MAKE) test-ts
-	$(MAKE) sdks
 
 # The Rust SDK (sdk/rust, on the redis crate, TLS through the system's
 # OpenSSL): cargo fetches its crates (Cargo.lock pins them); its tests build
