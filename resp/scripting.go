@@ -113,6 +113,13 @@ func (c *conn) scriptBusy(cmd *command, args [][]byte) bool {
 			continue
 		default:
 		}
+		if cmd.Effect&effQueue != 0 && c.tx.queueing {
+			// EXEC itself met the script: as Redis, the transaction is
+			// discarded whole, and EXEC says why.
+			c.endTx()
+			c.out.Error("EXECABORT", "Transaction discarded because of: BUSY "+errBusyScript)
+			return true
+		}
 		c.out.Error("BUSY", errBusyScript)
 		c.tx.refused() // as Redis: a MULTI that met -BUSY answers EXECABORT
 		return true

@@ -338,6 +338,45 @@ func TestScriptBusyAndKill(t *testing.T) {
 			t.Fatalf("after the kill: %v", err)
 		}
 	}
+	// A transaction that meets a busy script is discarded whole, as
+	// Redis's: a command queued meanwhile gets BUSY, and EXEC itself, had
+	// nothing been refused, gets EXECABORT with BUSY as the reason.
+	for _, queueDuringBusy := range []bool{true, false} {
+		tx := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1, MaxRetries: -1})
+		if err := tx.Set(bg, "xx", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Do(bg, "MULTI").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !queueDuringBusy {
+			if err := tx.Do(bg, "INCR", "xx").Err(); err != nil {
+				t.Fatalf("INCR queued: %v", err)
+			}
+		}
+		done := runLoop("while true do end")
+		waitBusy()
+		if queueDuringBusy {
+			if err := tx.Do(bg, "INCR", "xx").Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY ") {
+				t.Fatalf("INCR while busy: %v", err)
+			}
+		}
+		err := tx.Do(bg, "EXEC").Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "EXECABORT") {
+			t.Fatalf("EXEC while busy (queued during busy: %v): %v", queueDuringBusy, err)
+		}
+		if err := admin.Do(bg, "SCRIPT", "KILL").Err(); err != nil {
+			t.Fatalf("SCRIPT KILL: %v", err)
+		}
+		<-done
+		if got := admin.Get(bg, "xx").Val(); got != "1" {
+			t.Fatalf("xx after an aborted transaction: %q", got)
+		}
+		if got, err := tx.Echo(bg, "out of MULTI").Result(); err != nil || got != "out of MULTI" {
+			t.Fatalf("the connection is still in MULTI: %q, %v", got, err)
+		}
+		tx.Close()
+	}
 	done := runLoop("redis.call('set', 'x', '1'); while true do end")
 	waitBusy()
 	if err := admin.Do(bg, "SCRIPT", "KILL").Err(); err == nil || !strings.HasPrefix(err.Error(), "UNKILLABLE Sorry the script already executed write commands") {
