@@ -22,11 +22,11 @@ expect "LOCK.HOLD retried with the same reqid answers the same lease (LOCK-03)" 
 expect "LOCK.HOLD WAIT 0 on a held key is null" "" "$(cli LOCK.HOLD summaries chat-42 req-2 WAIT 0)"
 
 info="$(cli LOCK.INFO summaries chat-42 | tr '\n' ' ')"
-expect_match "LOCK.INFO shows the fence and no lease id" "^fence $fence ttl [0-9]+ held [0-9]+ maxhold -1 waiters 0 $" "$info"
+expect_match "LOCK.INFO shows the fence and no lease id" "^fence $fence ttl [0-9]+ held [0-9]+ maxhold -1 waiters 0 holders 1 limit 1 shared 0 owner  $" "$info"
 [[ "$info" != *"$lease"* ]] || fail "LOCK.INFO shows the lease id"
 
 list="$(cli LOCK.LIST summaries | tr '\n' ' ')"
-expect_match "LOCK.LIST walks the lock" "^0 chat-42 $fence [0-9]+ 0 $" "$list"
+expect_match "LOCK.LIST walks the lock" "^0 chat-42 $fence [0-9]+ 0 1  $" "$list"
 expect "LOCK.LIST COUNT 0 is a syntax error" "ERR syntax error" "$(cli LOCK.LIST summaries COUNT 0)"
 expect "LOCK.LIST CURSOR x is an invalid cursor" "ERR invalid cursor" "$(cli LOCK.LIST summaries CURSOR x)"
 
