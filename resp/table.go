@@ -180,6 +180,13 @@ func bitRangeArgs() arg {
 		argOneOf("unit", true, argWord("BYTE"), argWord("BIT"))}}
 }
 
+// condArgs are the compare-and-set conditions of SET and DELEX.
+func condArgs() arg {
+	tok := func(token, name string) arg { return arg{Name: name, Type: "string", Token: token} }
+	return argOneOf("condition", true, tok("IFEQ", "ifeq-value"), tok("IFNE", "ifne-value"),
+		tok("IFDEQ", "ifdeq-digest"), tok("IFDNE", "ifdne-digest"))
+}
+
 // keys is a helper for table rows: key positions for COMMAND INFO.
 func keys(first, last, step int) func(*command) {
 	return func(c *command) { c.FirstKey, c.LastKey, c.Step = first, last, step }
@@ -277,7 +284,15 @@ func commandTable() map[string]*command {
 	// strings: resp/strings.go
 	group = "string"
 	add("get", 2, RoleRead, effRead|effBatch, FlagFast, cmdGet, "Returns the string value of a key.", keys(1, 1, 1))
-	add("set", -3, RoleWrite, effWrite|effBatch, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1))
+	add("set", -3, RoleWrite, effWrite|effBatch, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1),
+		docs("1.0.0", "O(1), O(N) with IFDEQ or IFDNE where N is the length of the string value", argKey("key"), argString("value"),
+			argOneOf("condition", true, argWord("NX"), argWord("XX"),
+				arg{Name: "ifeq-value", Type: "string", Token: "IFEQ"}, arg{Name: "ifne-value", Type: "string", Token: "IFNE"},
+				arg{Name: "ifdeq-digest", Type: "string", Token: "IFDEQ"}, arg{Name: "ifdne-digest", Type: "string", Token: "IFDNE"}),
+			argToken("GET"),
+			argOneOf("expiration", true, argOption("EX", "seconds"), argOption("PX", "milliseconds"),
+				argOption("EXAT", "unix-time-seconds"), argOption("PXAT", "unix-time-milliseconds"), argWord("KEEPTTL")),
+			argOption("FENCE", "fence")))
 	add("setnx", 3, RoleWrite, effWrite|effBatch, FlagFast, cmdSetNX, "Set the string value of a key only when the key doesn't exist.", keys(1, 1, 1))
 	add("setex", 4, RoleWrite, effWrite, 0, cmdSetEX, "Sets the string value and expiration time of a key.", keys(1, 1, 1))
 	add("psetex", 4, RoleWrite, effWrite, 0, cmdPSetEX, "Sets both string value and expiration time in milliseconds of a key.", keys(1, 1, 1))
@@ -302,6 +317,13 @@ func commandTable() map[string]*command {
 		docs("7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively",
 			argKey("key1"), argKey("key2"), argToken("LEN"), argToken("IDX"),
 			arg{Name: "min-match-len", Type: "integer", Token: "MINMATCHLEN", Optional: true}, argToken("WITHMATCHLEN")))
+	// compare-and-set (SPEC §13): resp/compare.go; SET's IFEQ|IFNE|IFDEQ|IFDNE in cmdSet
+	add("delex", -2, RoleWrite, effWrite, FlagFast, cmdDelEx, "Conditionally removes the specified key based on value or digest comparison.", keys(1, 1, 1),
+		docs("8.4.0", "O(1) for IFEQ/IFNE, O(N) for IFDEQ/IFDNE where N is the length of the string value", argKey("key"), condArgs()))
+	add("digest", 2, RoleRead, effRead, FlagFast, cmdDigest, "Returns the XXH3 hash of a string value.", keys(1, 1, 1),
+		docs("8.4.0", "O(N) where N is the length of the string value", argKey("key")))
+	add("delifeq", 3, RoleWrite, effWrite, FlagFast, cmdDelIfEq, "Deletes the key if its value is equal to the given value.", keys(1, 1, 1),
+		docs("9.0.0", "O(1)", argKey("key"), argString("value")))
 	group = "bitmap"
 	add("setbit", 4, RoleWrite, effWrite, 0, cmdSetBit, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", keys(1, 1, 1),
 		docs("2.2.0", "O(1)", argKey("key"), argInt("offset"), argInt("value")))
