@@ -6,8 +6,9 @@ import "github.com/tenure-db/tenure/kv"
 // IFEQ|IFNE|IFDEQ|IFDNE (in cmdSet), DELEX, DIGEST and DELIFEQ.
 
 // errDigest is the reply to an IFDEQ or IFDNE digest that is not 16 hex
-// digits.
-const errDigest = "The digest must be exactly 16 hexadecimal characters"
+// digits: Redis's text since 8.4 (redis/redis#14502, which also made
+// DIGEST pad to 16 digits and the comparison case-insensitive).
+const errDigest = "must be exactly 16 hexadecimal characters"
 
 // condOpt collects one of IFEQ, IFNE, IFDEQ, IFDNE: a second one, of any
 // kind, is a syntax error, as is one given with NX or XX.

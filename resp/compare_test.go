@@ -69,9 +69,9 @@ var compareSteps = []step{
 	{"SET k v NX IFNE a", "ERR syntax error"},
 	{"SET k v XX IFEQ a", "ERR syntax error"},
 	{"SET k v IFDEQ a XX", "ERR syntax error"},
-	{"SET k v IFDEQ xyz", "ERR The digest must be exactly 16 hexadecimal characters"},
-	{"SET k v IFDNE " + digestA + "0", "ERR The digest must be exactly 16 hexadecimal characters"},
-	{"SET k v IFDEQ g6c632b61e964e1f", "ERR The digest must be exactly 16 hexadecimal characters"},
+	{"SET k v IFDEQ xyz", "ERR must be exactly 16 hexadecimal characters"},
+	{"SET k v IFDNE " + digestA + "0", "ERR must be exactly 16 hexadecimal characters"},
+	{"SET k v IFDEQ g6c632b61e964e1f", "ERR must be exactly 16 hexadecimal characters"},
 	{"GET k", "c"},
 
 	// DELEX
@@ -103,7 +103,7 @@ var compareSteps = []step{
 	{"DELEX k IFEQ a IFNE b", "ERR syntax error"},
 	{"DELEX k NX a", "ERR syntax error"},
 	{"DELEX k FOO", "ERR syntax error"},
-	{"DELEX k IFDEQ xyz", "ERR The digest must be exactly 16 hexadecimal characters"},
+	{"DELEX k IFDEQ xyz", "ERR must be exactly 16 hexadecimal characters"},
 
 	// DELIFEQ (Valkey 9)
 	{"SET k a", "OK"},
@@ -139,7 +139,7 @@ func TestCompareAndSetInMultiAndScripts(t *testing.T) {
 		// with an option's value
 		{"MULTI", "OK"},
 		{"SET k b IFDEQ xyz", "QUEUED"},
-		{"EXEC", []any{"ERR The digest must be exactly 16 hexadecimal characters"}},
+		{"EXEC", []any{"ERR must be exactly 16 hexadecimal characters"}},
 
 		{"EVAL \"return redis.call('SET', KEYS[1], ARGV[1], 'IFNE', ARGV[1])\" 1 s tok", "OK"},
 		{"EVAL \"return redis.call('DIGEST', KEYS[1]) == redis.sha1hex('') and 0 or string.len(redis.call('DIGEST', KEYS[1]))\" 1 s", 16},
