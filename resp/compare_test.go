@@ -1,6 +1,8 @@
 package resp_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -191,6 +193,11 @@ func TestCompareAndSetDocs(t *testing.T) {
 		docs, err := rdb.Do(bg, "COMMAND", "DOCS", name).Slice()
 		if err != nil || len(docs) != 2 || docs[0] != name {
 			t.Errorf("COMMAND DOCS %s = %v, %v", name, docs, err)
+		}
+		if name == "set" || name == "delex" {
+			if text := fmt.Sprint(docs); !strings.Contains(text, "ifdeq-digest") || !strings.Contains(text, "IFNE") {
+				t.Errorf("COMMAND DOCS %s does not name the conditions: %s", name, text)
+			}
 		}
 	}
 	info, err := rdb.Do(bg, "COMMAND", "INFO", "delex", "digest", "delifeq").Slice()

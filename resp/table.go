@@ -159,6 +159,9 @@ func argOption(token, name string) arg {
 	return arg{Name: name, Type: "integer", Token: token, Optional: true}
 }
 
+// argTokenInt is an integer after its token, as one choice of a oneof.
+func argTokenInt(token, name string) arg { return arg{Name: name, Type: "integer", Token: token} }
+
 // More helpers for arg lists, for the rows that are Redis's own.
 func argKey(name string) arg { return arg{Name: name, Type: "key"} }
 func argInt(name string) arg { return arg{Name: name, Type: "integer"} }
@@ -181,10 +184,11 @@ func bitRangeArgs() arg {
 }
 
 // condArgs are the compare-and-set conditions of SET and DELEX.
-func condArgs() arg {
+// SET's come after its NX and XX (first).
+func condArgs(first ...arg) arg {
 	tok := func(token, name string) arg { return arg{Name: name, Type: "string", Token: token} }
-	return argOneOf("condition", true, tok("IFEQ", "ifeq-value"), tok("IFNE", "ifne-value"),
-		tok("IFDEQ", "ifdeq-digest"), tok("IFDNE", "ifdne-digest"))
+	return argOneOf("condition", true, append(first, tok("IFEQ", "ifeq-value"), tok("IFNE", "ifne-value"),
+		tok("IFDEQ", "ifdeq-digest"), tok("IFDNE", "ifdne-digest"))...)
 }
 
 // keys is a helper for table rows: key positions for COMMAND INFO.
@@ -286,12 +290,10 @@ func commandTable() map[string]*command {
 	add("get", 2, RoleRead, effRead|effBatch, FlagFast, cmdGet, "Returns the string value of a key.", keys(1, 1, 1))
 	add("set", -3, RoleWrite, effWrite|effBatch, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1),
 		docs("1.0.0", "O(1), O(N) with IFDEQ or IFDNE where N is the length of the string value", argKey("key"), argString("value"),
-			argOneOf("condition", true, argWord("NX"), argWord("XX"),
-				arg{Name: "ifeq-value", Type: "string", Token: "IFEQ"}, arg{Name: "ifne-value", Type: "string", Token: "IFNE"},
-				arg{Name: "ifdeq-digest", Type: "string", Token: "IFDEQ"}, arg{Name: "ifdne-digest", Type: "string", Token: "IFDNE"}),
+			condArgs(argWord("NX"), argWord("XX")),
 			argToken("GET"),
-			argOneOf("expiration", true, argOption("EX", "seconds"), argOption("PX", "milliseconds"),
-				argOption("EXAT", "unix-time-seconds"), argOption("PXAT", "unix-time-milliseconds"), argWord("KEEPTTL")),
+			argOneOf("expiration", true, argTokenInt("EX", "seconds"), argTokenInt("PX", "milliseconds"),
+				argTokenInt("EXAT", "unix-time-seconds"), argTokenInt("PXAT", "unix-time-milliseconds"), argWord("KEEPTTL")),
 			argOption("FENCE", "fence")))
 	add("setnx", 3, RoleWrite, effWrite|effBatch, FlagFast, cmdSetNX, "Set the string value of a key only when the key doesn't exist.", keys(1, 1, 1))
 	add("setex", 4, RoleWrite, effWrite, 0, cmdSetEX, "Sets the string value and expiration time of a key.", keys(1, 1, 1))
