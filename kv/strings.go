@@ -43,11 +43,15 @@ type SetOptions struct {
 	// write and remember Fence (LOCK-12). A Set without a fence keeps the
 	// fence the key remembers.
 	Fence uint64
+	// Cond is SET … IFEQ|IFNE|IFDEQ|IFDNE: write only when it holds on the
+	// key's current value, checked in the same update as the write. On a
+	// key of another type it is ErrWrongType.
+	Cond Condition
 }
 
 // SetResult is what Set did.
 type SetResult struct {
-	Written   bool   // the write happened (false: NX or XX said no)
+	Written   bool   // the write happened (false: NX, XX or Cond said no)
 	Old       []byte // the old value, with SetOptions.Get and OldExists
 	OldExists bool   // with SetOptions.Get: the key existed
 }
@@ -57,20 +61,20 @@ type SetResult struct {
 // written; resp rejects that combination before.
 func (s *Store) Set(key, value []byte, o SetOptions) (SetResult, error) {
 	var res SetResult
-	err := s.update(key, o.Get, func(c *change, it *item) error {
+	err := s.update(key, o.Get || o.Cond.Kind != IfNone, func(c *change, it *item) error {
 		cur := it.cur
 		if o.Fence != 0 && cur.live && cur.rec.fence > o.Fence {
 			return ErrFenced // LOCK-12: checked before NX/XX, so a stale holder learns it
 		}
-		if o.Get {
+		if o.Get || o.Cond.Kind != IfNone {
 			if err := cur.is(TypeString); err != nil {
-				return err // SET … GET reads a string, as GETSET does; a plain SET overwrites any type
+				return err // SET … GET and SET … IF* read a string, as GETSET does; a plain SET overwrites any type
 			}
 		}
 		if o.Get && cur.live {
 			res.Old, res.OldExists = cur.rec.value, true
 		}
-		if (o.NX && cur.live) || (o.XX && !cur.live) {
+		if (o.NX && cur.live) || (o.XX && !cur.live) || !o.Cond.holds(cur.live, cur.rec.value) {
 			return nil
 		}
 		res.Written = true

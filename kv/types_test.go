@@ -68,6 +68,17 @@ func TestWrongType(t *testing.T) {
 		"BITOP":       func() error { _, err := ts.BitOp(BitOr, []byte("dst"), bs("s", "h")); return err },
 		"LCS":         func() error { _, err := ts.LCS([]byte("s"), []byte("h"), false, 0); return err },
 		"GETFUNC":     func() error { _, err := ts.GetFunc([]byte("h"), func([]byte) {}); return err },
+		"SET IFEQ": func() error {
+			_, err := ts.Set([]byte("h"), []byte("x"), SetOptions{Cond: Condition{Kind: IfEq}})
+			return err
+		},
+		"SET IFDNE": func() error {
+			_, err := ts.Set([]byte("h"), []byte("x"), SetOptions{Cond: Condition{Kind: IfDigestNe}})
+			return err
+		},
+		"DELEX IFNE":  func() error { _, err := ts.DelIf([]byte("h"), Condition{Kind: IfNe}); return err },
+		"DELEX IFDEQ": func() error { _, err := ts.DelIf([]byte("h"), Condition{Kind: IfDigestEq}); return err },
+		"DIGEST":      func() error { _, _, err := ts.DigestOf([]byte("h")); return err },
 	}
 	for name, f := range wrong {
 		if err := f(); !errors.Is(err, ErrWrongType) {

@@ -127,7 +127,7 @@ func FuzzCommandArgs(f *testing.F) {
 
 // fzCommands are the commands fuzzed; a line that names none of them is
 // given to one of them.
-var fzCommands = []string{"LOCK.HOLD", "LOCK.RENEW", "LOCK.RELEASE", "LOCK.INFO", "LOCK.REVOKE", "LOCK.LIST", "LOCK.HOLDERS", "SET"}
+var fzCommands = []string{"LOCK.HOLD", "LOCK.RENEW", "LOCK.RELEASE", "LOCK.INFO", "LOCK.REVOKE", "LOCK.LIST", "LOCK.HOLDERS", "SET", "DELEX", "DIGEST", "DELIFEQ"}
 
 func fzArgs(line []byte) [][]byte {
 	args := bytes.Split(line, []byte(" "))
@@ -172,6 +172,8 @@ var fzSeeds = []string{
 	"SET k v FENCE 1\nSET k v FENCE 2\nSET k v FENCE 1\nSET k v FENCE 0\nSET k v FENCE -1\nSET k v FENCE 01\nSET k v FENCE 18446744073709551615\nSET k v FENCE 18446744073709551616",
 	"SET k v FENCE 5 FENCE 6\nSET k v FENCE\nSET k v fence 7 nx get px 100\nSET k v GET FENCE 8 KEEPTTL XX",
 	"SET k\nSET\nSET k v EX\nSET k v \x00NX\nSET k v ex\x00tra 5",
+	"SET k a\nSET k b IFEQ a\nSET k c IFNE c GET\nSET k v IFDEQ 0123456789abcdef\nSET k v IFDNE 0123456789ABCDEF PX 100\nSET k v IFDEQ xyz\nSET k v IFEQ a IFNE b\nSET k v NX IFEQ a\nSET k v IFEQ",
+	"SET k a\nDIGEST k\nDELEX k IFDEQ 0123456789abcdef\nDELEX k IFEQ a\nDELEX k\nDELEX k IFNE\nDELEX k IFDNE 0\nDELEX k IFEQ a IFEQ a\nDELIFEQ k a\nDELIFEQ k\nDIGEST",
 	"LOCK.HOLD l k r\nSET k v FENCE 4294967297\nSET k v FENCE 4294967296",
 	"lock.hold l k r Ttl 1000 wAiT 0\nLock.Info l k\nlock.release x",
 }
@@ -483,6 +485,14 @@ func fzCheckReply(args [][]byte, v fzReply) string {
 		}
 		if v.kind == '+' && v.str != "OK" {
 			return "SET's simple string is OK"
+		}
+	case "delex", "delifeq":
+		if v.kind != ':' || (v.n != 0 && v.n != 1) {
+			return "DELEX and DELIFEQ answer :0 or :1"
+		}
+	case "digest":
+		if v.kind != '$' || (!v.null && len(v.str) != 16) {
+			return "DIGEST answers 16 hex digits or null"
 		}
 	case "ping":
 		if v.kind != '+' {

@@ -151,9 +151,10 @@ func cmdGet(c *conn, args [][]byte) {
 	}
 }
 
-// cmdSet is SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
-// [FENCE f], with Redis's order of checks: options first (a syntax error),
-// then the expiry's value, then the fence's. With FENCE, LOCK-12: a key
+// cmdSet is SET key value [NX|XX|IFEQ v|IFNE v|IFDEQ d|IFDNE d] [GET]
+// [EX s|PX ms|EXAT t|PXAT t|KEEPTTL] [FENCE f], with Redis's order of
+// checks: options first (a syntax error), then the digest's form, then
+// the expiry's value, then the fence's. With FENCE, LOCK-12: a key
 // that remembers a larger fence is not written.
 func cmdSet(c *conn, args [][]byte) {
 	if len(args) == 3 {
@@ -167,17 +168,25 @@ func cmdSet(c *conn, args [][]byte) {
 		fence   []byte
 		isFence bool
 	)
+	var cond condOpt
 	flags := []opt{
-		{name: "nx", set: func([]byte) string { return refuseIf(o.XX, &o.NX) }},
-		{name: "xx", set: func([]byte) string { return refuseIf(o.NX, &o.XX) }},
+		{name: "nx", set: func([]byte) string { return refuseIf(o.XX || cond.given, &o.NX) }},
+		{name: "xx", set: func([]byte) string { return refuseIf(o.NX || cond.given, &o.XX) }},
 		{name: "get", set: func([]byte) string { o.Get = true; return "" }},
 		// tenure's option: at most once, as the lock module's are.
 		{name: "fence", value: true, once: true, set: func(v []byte) string { fence, isFence = v, true; return "" }},
 	}
+	flags = append(flags, cond.options(func() bool { return o.NX || o.XX })...)
 	if msg := parseRedisOptions(args[3:], append(flags, exp.options(true)...)...); msg != "" {
 		c.out.Err(msg)
 		return
 	}
+	k, msg := cond.condition()
+	if msg != "" {
+		c.out.Err(msg)
+		return
+	}
+	o.Cond = k
 	e, msg := exp.expiry("set", c.nowMs())
 	if msg != "" {
 		c.out.Err(msg)

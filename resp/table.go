@@ -159,6 +159,9 @@ func argOption(token, name string) arg {
 	return arg{Name: name, Type: "integer", Token: token, Optional: true}
 }
 
+// argTokenInt is an integer after its token, as one choice of a oneof.
+func argTokenInt(token, name string) arg { return arg{Name: name, Type: "integer", Token: token} }
+
 // More helpers for arg lists, for the rows that are Redis's own.
 func argKey(name string) arg { return arg{Name: name, Type: "key"} }
 func argInt(name string) arg { return arg{Name: name, Type: "integer"} }
@@ -178,6 +181,14 @@ func argOneOf(name string, optional bool, args ...arg) arg {
 func bitRangeArgs() arg {
 	return arg{Name: "range", Type: "block", Optional: true, Args: []arg{argInt("start"), argInt("end"),
 		argOneOf("unit", true, argWord("BYTE"), argWord("BIT"))}}
+}
+
+// condArgs are the compare-and-set conditions of SET and DELEX.
+// SET's come after its NX and XX (first).
+func condArgs(first ...arg) arg {
+	tok := func(token, name string) arg { return arg{Name: name, Type: "string", Token: token} }
+	return argOneOf("condition", true, append(first, tok("IFEQ", "ifeq-value"), tok("IFNE", "ifne-value"),
+		tok("IFDEQ", "ifdeq-digest"), tok("IFDNE", "ifdne-digest"))...)
 }
 
 // keys is a helper for table rows: key positions for COMMAND INFO.
@@ -277,7 +288,13 @@ func commandTable() map[string]*command {
 	// strings: resp/strings.go
 	group = "string"
 	add("get", 2, RoleRead, effRead|effBatch, FlagFast, cmdGet, "Returns the string value of a key.", keys(1, 1, 1))
-	add("set", -3, RoleWrite, effWrite|effBatch, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1))
+	add("set", -3, RoleWrite, effWrite|effBatch, 0, cmdSet, "Sets the string value of a key, with SET … FENCE f refusing older fences.", keys(1, 1, 1),
+		docs("1.0.0", "O(1), O(N) with IFDEQ or IFDNE where N is the length of the string value", argKey("key"), argString("value"),
+			condArgs(argWord("NX"), argWord("XX")),
+			argToken("GET"),
+			argOneOf("expiration", true, argTokenInt("EX", "seconds"), argTokenInt("PX", "milliseconds"),
+				argTokenInt("EXAT", "unix-time-seconds"), argTokenInt("PXAT", "unix-time-milliseconds"), argWord("KEEPTTL")),
+			argOption("FENCE", "fence")))
 	add("setnx", 3, RoleWrite, effWrite|effBatch, FlagFast, cmdSetNX, "Set the string value of a key only when the key doesn't exist.", keys(1, 1, 1))
 	add("setex", 4, RoleWrite, effWrite, 0, cmdSetEX, "Sets the string value and expiration time of a key.", keys(1, 1, 1))
 	add("psetex", 4, RoleWrite, effWrite, 0, cmdPSetEX, "Sets both string value and expiration time in milliseconds of a key.", keys(1, 1, 1))
@@ -302,6 +319,13 @@ func commandTable() map[string]*command {
 		docs("7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively",
 			argKey("key1"), argKey("key2"), argToken("LEN"), argToken("IDX"),
 			arg{Name: "min-match-len", Type: "integer", Token: "MINMATCHLEN", Optional: true}, argToken("WITHMATCHLEN")))
+	// compare-and-set (SPEC §13): resp/compare.go; SET's IFEQ|IFNE|IFDEQ|IFDNE in cmdSet
+	add("delex", -2, RoleWrite, effWrite, FlagFast, cmdDelEx, "Conditionally removes the specified key based on value or digest comparison.", keys(1, 1, 1),
+		docs("8.4.0", "O(1) for IFEQ/IFNE, O(N) for IFDEQ/IFDNE where N is the length of the string value", argKey("key"), condArgs()))
+	add("digest", 2, RoleRead, effRead, FlagFast, cmdDigest, "Returns the XXH3 hash of a string value.", keys(1, 1, 1),
+		docs("8.4.0", "O(N) where N is the length of the string value", argKey("key")))
+	add("delifeq", 3, RoleWrite, effWrite, FlagFast, cmdDelIfEq, "Deletes the key if its value is equal to the given value.", keys(1, 1, 1),
+		docs("9.0.0", "O(1)", argKey("key"), argString("value")))
 	group = "bitmap"
 	add("setbit", 4, RoleWrite, effWrite, 0, cmdSetBit, "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", keys(1, 1, 1),
 		docs("2.2.0", "O(1)", argKey("key"), argInt("offset"), argInt("value")))
