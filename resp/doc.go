@@ -46,15 +46,18 @@
 //	replies.go     the reply encoder, RESP2 or RESP3 as the connection asked
 //	options.go     the option parser the handlers share
 //	connection.go  PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT
-//	server.go      COMMAND, CONFIG, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE
+//	server.go      COMMAND, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE
+//	config.go      CONFIG GET, SET, RESETSTAT
 //	info.go        INFO, one function per section
 //	commanddocs.go COMMAND DOCS's argument lists
 //	cluster.go     CLUSTER, ROLE, INFO's cluster sections (SPEC §10)
 //	strings.go     GET, SET, INCR, APPEND, LCS, … (kv's strings)
+//	compare.go     SET … IFEQ/IFNE/IFDEQ/IFDNE, DELEX, DIGEST, DELIFEQ
 //	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
-//	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.REVOKE
+//	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE
+//	scripting.go   EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT (package script runs the Lua)
 //	users.go       the users file and its roles (SPEC §5)
 //	tls.go         --tls-cert and --tls-key
 //	metrics.go     the Prometheus metrics

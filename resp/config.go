@@ -1,0 +1,165 @@
+package resp
+
+import (
+	"log/slog"
+	"math"
+	"strings"
+)
+
+// CONFIG: the settings this server has. save and appendonly answer what
+// redis-benchmark asks at start, so it prints no warning.
+
+func (s *Server) configValues() [][2]string {
+	host, port := "", ""
+	if a := s.Addr(); a != nil {
+		host, port, _ = splitHostPort(a.String())
+	}
+	level := "info"
+	if s.cfg.LogLevel != nil {
+		level = strings.ToLower(s.cfg.LogLevel.Level().String())
+	}
+	return [][2]string{
+		{"bind", host},
+		{"port", port},
+		{"dir", s.cfg.Dir},
+		{"appendonly", "yes"},
+		{"appendfsync", s.cfg.Fsync.String()},
+		{"save", ""},
+		{"databases", "1"},
+		{"maxclients", itoa(s.maxClients.Load())},
+		{"proto-max-bulk-len", itoa(s.cfg.Limits.MaxBulkLen)},
+		{"timeout", "0"},
+		{"loglevel", level},
+		{"busy-reply-threshold", itoa(s.scripts.threshold.Load())},
+		{"lua-time-limit", itoa(s.scripts.threshold.Load())},
+	}
+}
+
+// cmdConfigGet is CONFIG GET pattern [pattern ...], as Redis 7.2 answers
+// it: a name without glob characters is looked up in any case and answered
+// as the client spelled it; a pattern matches names in any case; each
+// setting is answered once.
+func cmdConfigGet(c *conn, args [][]byte) {
+	values := c.srv.configValues()
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range args[2:] {
+		p := cString(a, len(a))
+		if !strings.ContainsAny(p, "[*?") {
+			name := strings.ToLower(p)
+			for _, v := range values {
+				if v[0] == name && !seen[name] {
+					seen[name] = true
+					out = append(out, p, v[1])
+				}
+			}
+			continue
+		}
+		for _, v := range values {
+			if !seen[v[0]] && globMatch(p, v[0]) {
+				seen[v[0]] = true
+				out = append(out, v[0], v[1])
+			}
+		}
+	}
+	c.out.Map(len(out) / 2)
+	for _, s := range out {
+		c.out.BulkString(s)
+	}
+}
+
+// cmdConfigSet is CONFIG SET name value [name value ...]: every pair is
+// checked before any is applied, as Redis does.
+func cmdConfigSet(c *conn, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.syntaxError()
+		return
+	}
+	var apply []func()
+	seen := map[string]bool{}
+	for i := 2; i < len(args); i += 2 {
+		name, val := strings.ToLower(string(args[i])), string(args[i+1])
+		failed := func(why string) {
+			c.out.Err("CONFIG SET failed (possibly related to argument '" + cString(args[i], len(args[i])) + "') - " + why)
+		}
+		if seen[name] {
+			failed("duplicate parameter")
+			return
+		}
+		seen[name] = true
+		switch name {
+		case "maxclients":
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				failed("argument couldn't be parsed into an integer")
+				return
+			}
+			if n < 1 || n > math.MaxUint32 {
+				failed("argument must be between 1 and 4294967295 inclusive")
+				return
+			}
+			apply = append(apply, func() { c.srv.maxClients.Store(n) })
+		case "busy-reply-threshold", "lua-time-limit":
+			set, why := c.srv.scripts.setThreshold(args[i+1])
+			if why != "" {
+				failed(why)
+				return
+			}
+			apply = append(apply, set)
+		case "loglevel":
+			var l slog.Level
+			switch strings.ToLower(val) {
+			case "debug":
+				l = slog.LevelDebug
+			case "info", "verbose", "notice":
+				l = slog.LevelInfo
+			case "warn", "warning":
+				l = slog.LevelWarn
+			case "error":
+				l = slog.LevelError
+			default:
+				failed("argument(s) must be one of the following: debug, info, warn, error")
+				return
+			}
+			if c.srv.cfg.LogLevel != nil {
+				apply = append(apply, func() { c.srv.cfg.LogLevel.Set(l) })
+			}
+		default:
+			c.out.Err("Unknown option or number of arguments for CONFIG SET - '" + cString(args[i], len(args[i])) + "'")
+			return
+		}
+	}
+	for _, f := range apply {
+		f()
+	}
+	c.out.OK()
+}
+
+func cmdConfigResetStat(c *conn, args [][]byte) {
+	st := &c.srv.stats
+	st.connectionsTotal.Store(0)
+	st.commandsTotal.Store(0)
+	st.rejectedConns.Store(0)
+	st.authFailures.Store(0)
+	st.errorReplies.Store(0)
+	st.netInput.Store(0)
+	st.netOutput.Store(0)
+	st.heapPeak.Store(0)
+	c.store.ResetStats()
+	for _, row := range c.srv.rows() {
+		if row.metrics != nil {
+			row.metrics.resetStat()
+		}
+	}
+	c.out.OK()
+}
+
+func cmdConfigHelp(c *conn, args [][]byte) {
+	c.out.BulkStrings(
+		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+		"SET <directive> <value>", "    Set the configuration <directive> to <value> (maxclients, loglevel).",
+		"RESETSTAT", "    Reset statistics reported by the INFO command.",
+		"HELP", "    Print this help.",
+	)
+}
