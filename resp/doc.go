@@ -57,6 +57,7 @@
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE
+//	lockwatch.go   LOCK.WATCH: a watcher waits on its connection's own read, no goroutine of its own
 //	scripting.go   EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT (package script runs the Lua)
 //	users.go       the users file and its roles (SPEC §5)
 //	tls.go         --tls-cert and --tls-key
