@@ -160,6 +160,7 @@ func scenarios(s *settings) []*scenario {
 		durable(1),
 		durable(8),
 		durable(50),
+		watchScenario(s), // watch.go
 	}
 }
 
