@@ -419,3 +419,16 @@ func TestLockWatchersIdleCostNoCPU(t *testing.T) {
 	wg.Wait()
 	t.Logf("one revoke answered %d watchers in %v", n, time.Since(start))
 }
+
+// A watcher waiting when the server shuts down is answered, not left
+// hanging: the lock module closes under it.
+func TestLockWatchAtShutdown(t *testing.T) {
+	s := resptest.Start(t, tenure.Options{})
+	rdb := s.Client()
+	w := lkDial(t, s)
+	w.send("LOCK.WATCH", "L", "k")
+	lkWatchers(t, rdb, 1)
+	rdb.Close()
+	s.Stop()
+	lkExpect(t, "watcher at shutdown", lkFormat(w.reply()), "-ERR server is shutting down")
+}
