@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,7 +52,8 @@ const lockUsage = `Usage: tenure lock [options] LOCK KEY -- COMMAND [ARG...]
   SIGTERM and SIGHUP are passed on to COMMAND's process group. If the lease
   is lost (revoked, or not renewed in time: a frozen tenure lock, a store
   out of reach for a ttl), COMMAND's process group gets SIGTERM, then
-  SIGKILL after --grace.
+  SIGKILL after --grace. Should tenure lock itself be killed, COMMAND gets
+  SIGTERM (on Linux).
 
 Exit status:
 
@@ -304,7 +306,11 @@ func runHeld(ctx context.Context, f lockFlags, lease *locks.Lease, signals <-cha
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(),
 		"TENURE_LOCK="+f.lock, "TENURE_KEY="+f.key, "TENURE_FENCE="+strconv.FormatInt(lease.Fence, 10))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = commandAttr()
+	// Pdeathsig follows the thread that started COMMAND (lock_linux.go):
+	// keep it for COMMAND's life.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "tenure lock: %v\n", err)
 		return exitLockError

@@ -37,6 +37,7 @@ func TestLockCommand(t *testing.T) {
 	t.Run("RevokedLeaseStopsCommand", func(t *testing.T) { testLockRevoked(t, bin) })
 	t.Run("SignalsGoToCommand", func(t *testing.T) { testLockSignals(t, bin) })
 	t.Run("FrozenHolderLetsTheNextIn", func(t *testing.T) { testLockFrozen(t, bin) })
+	t.Run("KilledTakesCommandWithIt", func(t *testing.T) { testLockKilled(t, bin) })
 	t.Run("TLSAndUserFromTheURL", func(t *testing.T) { testLockTLSAndUser(t, bin) })
 	t.Run("Cluster", func(t *testing.T) { testLockCluster(t, bin) })
 	t.Run("BadUsage", func(t *testing.T) { testLockUsage(t, bin) })
@@ -110,7 +111,7 @@ func testLockBusy(t *testing.T, bin string) {
 	dir := t.TempDir()
 	release, ran := filepath.Join(dir, "release"), filepath.Join(dir, "ran")
 	first := runChild(t, bin, "lock", "--url", url, "--owner", "first", "backups", "db1", "--",
-		"sh", "-c", `while [ ! -e "$0" ]; do sleep 0.02; done`, release)
+		"sh", "-c", `i=0; while [ ! -e "$0" ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`, release)
 	waitUntil(t, 10*time.Second, "the first holds the key", func() bool { return keyHeld(t, rdb, "backups", "db1") != 0 })
 	second := runChild(t, bin, "lock", "--url", url, "--wait", "0s", "backups", "db1", "--", "touch", ran)
 	if code := second.wait(20 * time.Second); code != exitNotHeld {
@@ -140,7 +141,7 @@ func testLockRevoked(t *testing.T, bin string) {
 	dir := t.TempDir()
 	trapped, started := filepath.Join(dir, "trapped"), filepath.Join(dir, "started")
 	c := runChild(t, bin, "lock", "--url", url, "--ttl", "3s", "jobs", "k", "--",
-		"sh", "-c", `trap 'echo TERM > "$0"; exit 0' TERM; touch "$1"; while :; do sleep 0.02; done`, trapped, started)
+		"sh", "-c", `trap 'echo TERM > "$0"; exit 0' TERM; touch "$1"; i=0; while [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`, trapped, started)
 	waitUntil(t, 10*time.Second, "COMMAND started", func() bool { return exists(started) })
 	if err := rdb.Do(context.Background(), "LOCK.REVOKE", "jobs", "k").Err(); err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func testLockSignals(t *testing.T, bin string) {
 	_, rdb, url := lockStore(t)
 	started := filepath.Join(t.TempDir(), "started")
 	c := runChild(t, bin, "lock", "--url", url, "jobs", "sig", "--",
-		"sh", "-c", `trap 'exit 3' TERM; touch "$0"; while :; do sleep 0.02; done`, started)
+		"sh", "-c", `trap 'exit 3' TERM; touch "$0"; i=0; while [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`, started)
 	waitUntil(t, 10*time.Second, "COMMAND started", func() bool { return exists(started) })
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	if code := c.wait(20 * time.Second); code != 3 {
@@ -181,30 +182,50 @@ func testLockSignals(t *testing.T, bin string) {
 // within the ttl, and the frozen one, thawed, stops its COMMAND and exits
 // lost.
 func testLockFrozen(t *testing.T, bin string) {
-	_, rdb, url := lockStore(t)
+	_, _, url := lockStore(t)
 	dir := t.TempDir()
-	started, second := filepath.Join(dir, "started"), filepath.Join(dir, "second")
+	started, granted := filepath.Join(dir, "started"), filepath.Join(dir, "granted")
 	first := runChild(t, bin, "lock", "--url", url, "--ttl", "2s", "--grace", "1s", "jobs", "k", "--",
-		"sh", "-c", `touch "$0"; while :; do sleep 0.02; done`, started)
+		"sh", "-c", `touch "$0"; i=0; while [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`, started)
 	waitUntil(t, 10*time.Second, "COMMAND started", func() bool { return exists(started) })
 	if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	frozen := time.Now()
-	next := runChild(t, bin, "lock", "--url", url, "--wait", "30s", "jobs", "k", "--", "touch", second)
-	if code := next.wait(30 * time.Second); code != 0 || !exists(second) {
+	next := runChild(t, bin, "lock", "--url", url, "--wait", "30s", "jobs", "k", "--",
+		"sh", "-c", `date +%s%N > "$0"`, granted)
+	code := next.wait(30 * time.Second)
+	first.cmd.Process.Signal(syscall.SIGCONT)
+	if code != 0 {
 		t.Fatalf("next: exit %d\n%s", code, next.stderr())
 	}
-	took := time.Since(frozen)
-	t.Logf("the next tenure lock ran %v after the first froze (ttl 2s)", took)
-	if took > 2*time.Second+time.Second { // ttl, and a second for a loaded machine to start a process
-		t.Fatalf("the next one waited %v behind a frozen holder with ttl 2s", took)
+	b, _ := os.ReadFile(granted)
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("the next one's COMMAND wrote %q", b)
 	}
-	first.cmd.Process.Signal(syscall.SIGCONT)
+	took := time.Unix(0, ns).Sub(frozen)
+	t.Logf("the next tenure lock's COMMAND ran %v after the first froze (ttl 2s)", took)
+	if took > 2*time.Second+500*time.Millisecond { // ttl, and a loaded machine's scheduling
+		t.Fatalf("the next one's COMMAND ran %v after a holder with ttl 2s froze", took)
+	}
 	if code := first.wait(20 * time.Second); code != exitLost {
 		t.Fatalf("the thawed one: exit %d, want %d\n%s", code, exitLost, first.stderr())
 	}
-	_ = rdb
+}
+
+// A tenure lock killed outright (SIGKILL) takes its COMMAND with it: the
+// lease is let go by its ttl, and COMMAND must not run on without it.
+func testLockKilled(t *testing.T, bin string) {
+	_, _, url := lockStore(t)
+	dir := t.TempDir()
+	started, trapped := filepath.Join(dir, "started"), filepath.Join(dir, "trapped")
+	c := runChild(t, bin, "lock", "--url", url, "jobs", "killed", "--",
+		"sh", "-c", `trap 'touch "$1"; exit 0' TERM; touch "$0"; i=0; while [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done`, started, trapped)
+	waitUntil(t, 10*time.Second, "COMMAND started", func() bool { return exists(started) })
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	waitUntil(t, 10*time.Second, "COMMAND told of tenure lock's death", func() bool { return exists(trapped) })
+	c.wait(20 * time.Second)
 }
 
 func testLockUsage(t *testing.T, bin string) {
