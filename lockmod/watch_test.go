@@ -3,9 +3,9 @@ package lockmod
 import (
 	"errors"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // watch watches (lock, key) from fence and counts its wakes.
@@ -277,7 +277,7 @@ func TestWatchersCostMemoryNotCPU(t *testing.T) {
 // them.
 func BenchmarkWatchersIdle(b *testing.B) {
 	for _, n := range []int{0, 10000} {
-		b.Run(itoaTest(n), func(b *testing.B) {
+		b.Run(strconv.Itoa(n)+"-watchers", func(b *testing.B) {
 			m := New(Config{})
 			defer m.Close()
 			g, _ := m.Hold(HoldRequest{Lock: "l", Key: "watched", ReqID: "w"}).Result()
@@ -286,7 +286,7 @@ func BenchmarkWatchersIdle(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
-				g, err := m.Hold(HoldRequest{Lock: "l", Key: "other", ReqID: itoaTest(i)}).Result()
+				g, err := m.Hold(HoldRequest{Lock: "l", Key: "other", ReqID: strconv.Itoa(i)}).Result()
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -295,5 +295,3 @@ func BenchmarkWatchersIdle(b *testing.B) {
 		})
 	}
 }
-
-func itoaTest(n int) string { return time.Duration(n).String() }
