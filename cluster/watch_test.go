@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-db/tenure/sdk/locks"
 )
 
 // LOCK.WATCH in a cluster (SPEC §3, §10, LOCK-17): a follower answers
@@ -111,4 +113,77 @@ func TestClusterWatchAcrossFailover_LOCK17(t *testing.T) {
 	if v2[1].(int64) <= fence {
 		t.Fatalf("the new leader's fence %d is not above %d (LOCK-02)", v2[1], fence)
 	}
+}
+
+// SPEC §12: the Go SDK's Observe over a cluster client outlives a
+// failover: the old leader's lease ended with its epoch, so it yields none,
+// then the leader elected on the new node, with a larger term; the old
+// leader's Campaign fails lost.
+func TestClusterObserveAcrossFailover_LOCK17(t *testing.T) {
+	tc := newCluster(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l := tc.leader(5 * time.Second)
+	cc := tc.clusterClient()
+	sched, err := locks.OpenLock(cc, "sched", locks.TTL(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := sched.Observe(ctx, "cron")
+	nextLeader := func(what string) locks.Leader {
+		t.Helper()
+		select {
+		case ld, ok := <-obs:
+			if !ok {
+				t.Fatalf("%s: the observer's channel closed", what)
+			}
+			return ld
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: nothing observed within 20s; logs:\n%s", what, tc.log.String())
+			return locks.Leader{}
+		}
+	}
+	if ld := nextLeader("the first"); !ld.None() {
+		t.Fatalf("first: %v, want none", ld)
+	}
+	type campaign struct {
+		fence chan int64
+		done  chan error
+	}
+	run := func(value string) campaign {
+		c := campaign{fence: make(chan int64, 1), done: make(chan error, 1)}
+		go func() {
+			c.done <- sched.Campaign(ctx, "cron", value, func(ctx context.Context, lease *locks.Lease) error {
+				c.fence <- lease.Fence
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		return c
+	}
+	a := run("A")
+	fa := <-a.fence
+	if ld := nextLeader("A"); ld.Owner != "A" || ld.Fence != fa {
+		t.Fatalf("%v, want A (%d)", ld, fa)
+	}
+	tc.stop(l)
+	select {
+	case err := <-a.done:
+		if !errors.Is(err, locks.ErrLost) {
+			t.Fatalf("A after its node stopped: %v, want lost", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("A still leads 20s after its node stopped")
+	}
+	if ld := nextLeader("none after the failover"); !ld.None() {
+		t.Fatalf("after the failover: %v, want none", ld)
+	}
+	tc.leader(10 * time.Second)
+	b := run("B")
+	fb := <-b.fence
+	ld := nextLeader("B")
+	if ld.Owner != "B" || ld.Fence != fb || ld.Fence>>32 <= fa>>32 {
+		t.Fatalf("%v, want B (%d) in a later epoch than A (%d)", ld, fb, fa)
+	}
+	tc.start(l)
 }
