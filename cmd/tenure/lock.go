@@ -63,6 +63,7 @@ Exit status:
       76   the lease was lost while COMMAND ran, and COMMAND was stopped
        1   a bad flag, or the store refused the request or was out of reach
            (2 for a flag tenure lock does not know)
+     127   COMMAND was not found (126: it could not be started)
 
 Options:
 
@@ -194,6 +195,10 @@ func (f lockFlags) client() (redis.UniversalClient, error) {
 		return redis.NewClient(opts[0]), nil
 	}
 	first := opts[0]
+	if first.TLSConfig != nil {
+		// Each node is checked against its own name, not the first's.
+		first.TLSConfig.ServerName = ""
+	}
 	co := &redis.ClusterOptions{
 		Username: first.Username, Password: first.Password, TLSConfig: first.TLSConfig,
 		ClusterStateReloadInterval: 300 * time.Millisecond, // find a new leader soon after a failover
@@ -298,7 +303,7 @@ func runLock(args []string, stderr io.Writer) int {
 }
 
 // runHeld runs COMMAND while the lease is held, and returns its exit
-// status (exitLockError if it could not start). Signals are passed on to
+// status (127 if it was not found, 126 if it could not start, as a shell). Signals are passed on to
 // its process group; when ctx ends (the lease was lost) the group gets
 // SIGTERM, then SIGKILL after --grace.
 func runHeld(ctx context.Context, f lockFlags, lease *locks.Lease, signals <-chan os.Signal, stderr io.Writer) int {
@@ -313,7 +318,10 @@ func runHeld(ctx context.Context, f lockFlags, lease *locks.Lease, signals <-cha
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "tenure lock: %v\n", err)
-		return exitLockError
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return 127 // as a shell says it
+		}
+		return 126
 	}
 	pgid := cmd.Process.Pid
 	exited := make(chan struct{})

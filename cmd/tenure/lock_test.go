@@ -98,6 +98,13 @@ func testLockStatus(t *testing.T, bin string) {
 	if fence := keyHeld(t, rdb, "backups", "db1"); fence != 0 {
 		t.Fatalf("the key is still held (fence %d) after COMMAND exited", fence)
 	}
+	c = runChild(t, bin, "lock", "--url", url, "backups", "db1", "--", "/no/such/command")
+	if code := c.wait(20 * time.Second); code != 127 {
+		t.Fatalf("COMMAND not found: exit %d, want 127\n%s", code, c.stderr())
+	}
+	if fence := keyHeld(t, rdb, "backups", "db1"); fence != 0 {
+		t.Fatal("the key is still held after COMMAND failed to start")
+	}
 	c = runChild(t, bin, "lock", "--url", url, "backups", "db1", "--", "sh", "-c", "kill -KILL $$")
 	if code := c.wait(20 * time.Second); code != 128+9 {
 		t.Fatalf("COMMAND killed by SIGKILL: exit %d, want 137", code)
