@@ -2,6 +2,8 @@ package resp_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-db/tenure"
+	"github.com/tenure-db/tenure/resp"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -431,4 +434,45 @@ func TestLockWatchAtShutdown(t *testing.T) {
 	rdb.Close()
 	s.Stop()
 	lkExpect(t, "watcher at shutdown", lkFormat(w.reply()), "-ERR server is shutting down")
+}
+
+// Over TLS the wake and TIMEOUT end the connection's read without harm:
+// the same connection goes on serving after both.
+func TestLockWatchOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, cert := selfSigned(t, dir, "server", true)
+	cfg, err := resp.LoadTLS(certFile, keyFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := resptest.Start(t, tenure.Options{TLS: cfg})
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, TLSConfig: &tls.Config{RootCAs: roots}, PoolSize: 1, MaxRetries: -1})
+	defer c.Close()
+	other := redis.NewClient(&redis.Options{Addr: s.Addr, TLSConfig: &tls.Config{RootCAs: roots}})
+	defer other.Close()
+	for round := range 3 {
+		if err := c.Do(ctx, "LOCK.WATCH", "L", "k", "TIMEOUT", 50).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("round %d: TIMEOUT over TLS: %v", round, err)
+		}
+		got := make(chan error, 1)
+		go func() { got <- c.Do(ctx, "LOCK.WATCH", "L", "k").Err() }()
+		lkWatchers(t, other, 1)
+		v, err := other.Do(ctx, "LOCK.HOLD", "L", "k", fmt.Sprint("r", round)).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("round %d: woken over TLS: %v", round, err)
+		}
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("round %d: the connection after the watch: %v", round, err)
+		}
+		other.Do(ctx, "LOCK.RELEASE", v[0])
+	}
+	if n := lkStat(t, other, "clients", "connected_clients"); n != 2 {
+		t.Fatalf("%d clients connected, want the same two throughout", n)
+	}
 }
