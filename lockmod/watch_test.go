@@ -2,10 +2,13 @@ package lockmod
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // watch watches (lock, key) from fence and counts its wakes.
@@ -293,5 +296,106 @@ func BenchmarkWatchersIdle(b *testing.B) {
 				m.Release(g.LeaseID())
 			}
 		})
+	}
+}
+
+// LOCK-17, at random: after every step — holds plain, shared and with a
+// LIMIT, releases, revokes, waits that run out, expiries — every watcher
+// still waiting waits on its key's newest fence (no change missed), and
+// every watcher answered was answered with a newest fence other than the
+// one it watched, and, when the operation was one step of the store, with
+// the key's state as that step left it.
+func TestLOCK17_WatchersNeverMissAChange(t *testing.T) {
+	answered := 0
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		h := newHarness(t, Config{})
+		keys := []string{"a", "b", "c"}
+		type watchedKey struct {
+			w     *Watcher
+			key   string
+			fence uint64
+		}
+		var waiting []watchedKey
+		var leases []Grant
+		newest := func(key string) uint64 {
+			info, ok := h.m.Info("l", key)
+			if !ok {
+				return 0
+			}
+			return info.Fence
+		}
+		for step := range 400 {
+			key := keys[rng.IntN(len(keys))]
+			op := rng.IntN(7)
+			switch op {
+			case 0, 1:
+				w := h.m.Watch("l", key, newest(key), func() {})
+				if w.Answered() {
+					t.Fatalf("seed %d step %d: a watch of the newest fence answered at once", seed, step)
+				}
+				waiting = append(waiting, watchedKey{w, key, newest(key)})
+			case 2:
+				var o []opt
+				if key == "b" {
+					o = append(o, shared())
+				}
+				if key == "c" {
+					o = append(o, func(r *HoldRequest) { r.Limit = 2 })
+				}
+				o = append(o, ttl(time.Duration(1+rng.IntN(3))*sec), wait(time.Duration(rng.IntN(3))*sec))
+				tk := h.hold("l", key, fmt.Sprint(seed, "-", step), o...)
+				if isDone(tk) {
+					if g, err := tk.Result(); err == nil {
+						leases = append(leases, g)
+					}
+				}
+			case 3:
+				if len(leases) > 0 {
+					i := rng.IntN(len(leases))
+					h.m.Release(leases[i].LeaseID())
+					leases = append(leases[:i], leases[i+1:]...)
+				}
+			case 4:
+				h.m.Revoke("l", key)
+			case 5, 6:
+				h.advance(time.Duration(rng.IntN(1500)) * ms)
+			}
+			var still []watchedKey
+			for _, ww := range waiting {
+				if !ww.w.Answered() {
+					if n := newest(ww.key); n != ww.fence {
+						t.Fatalf("seed %d step %d: a watcher of %s waits on fence %d, the newest is %d", seed, step, ww.key, ww.fence, n)
+					}
+					still = append(still, ww)
+					continue
+				}
+				info, ok, err := ww.w.Result()
+				got := uint64(0)
+				if ok {
+					got = info.Fence
+				}
+				// An advance of the clock may run several steps (leases
+				// ending at different instants): the answer is the state
+				// after the first that changed the key, maybe not the last.
+				oneStep := op < 5
+				if err != nil || got == ww.fence || oneStep && got != newest(ww.key) {
+					t.Fatalf("seed %d step %d: a watcher of %s on fence %d answered %d (%v), the newest is %d",
+						seed, step, ww.key, ww.fence, got, err, newest(ww.key))
+				}
+				answered++
+			}
+			waiting = still
+		}
+		for _, ww := range waiting {
+			ww.w.Stop()
+		}
+		if n := watching(h.m); n != 0 {
+			t.Fatalf("seed %d: %d watchers left after Stop", seed, n)
+		}
+	}
+	t.Logf("%d watchers answered by a change", answered)
+	if answered < 500 {
+		t.Fatalf("only %d watchers answered: the operations hardly changed the keys", answered)
 	}
 }
