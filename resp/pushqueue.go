@@ -19,7 +19,7 @@ type pushQueue struct {
 	// holding: a SUBSCRIBE registered c, and its reply is still in c.out;
 	// deliveries wait in held until flush queues that reply.
 	holding bool
-	writing int   // bytes the writer is writing now
+	writing int    // bytes the writer is writing now
 	spare   []byte // the buffer the writer wrote last, for reuse
 	// queued and written count bytes since the queue was made, so that
 	// flush can wait until its own reply is written.
