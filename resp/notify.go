@@ -98,6 +98,9 @@ func (f notifyClass) String() string {
 	var b []byte
 	if f&notifyAll == notifyAll {
 		b = append(b, 'A')
+		if f&notifyNew != 0 {
+			b = append(b, 'n') // Redis 7.0 drops it here, and a CONFIG GET read back loses it
+		}
 	} else {
 		for _, c := range []struct {
 			f notifyClass
