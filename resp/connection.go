@@ -230,6 +230,7 @@ func cmdClientInfo(c *conn, args [][]byte) { c.out.Verbatim(c.describe(time.Now(
 // reads it: one filter or none. Every connection here is of type normal.
 func cmdClientList(c *conn, args [][]byte) {
 	var ids []int64
+	listType := "" // a subscriber is of type pubsub, any other normal
 	switch {
 	case len(args) == 2:
 	case len(args) == 4 && strings.EqualFold(string(args[2]), "type"):
@@ -238,10 +239,11 @@ func cmdClientList(c *conn, args [][]byte) {
 			c.out.Err("Unknown client type '" + cString(args[3], len(args[3])) + "'")
 			return
 		}
-		if typ != "normal" {
+		if typ != "normal" && typ != "pubsub" {
 			c.out.Verbatim("")
 			return
 		}
+		listType = typ
 	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
 		for _, a := range args[3:] {
 			id, ok := parseInt(a)
@@ -260,6 +262,9 @@ func cmdClientList(c *conn, args [][]byte) {
 	conns := c.srv.connections()
 	if ids == nil {
 		for _, o := range conns {
+			if listType != "" && listType != o.clientType() {
+				continue
+			}
 			b.WriteString(o.describe(now))
 			b.WriteByte('\n')
 		}
@@ -275,6 +280,14 @@ func cmdClientList(c *conn, args [][]byte) {
 		}
 	}
 	c.out.Verbatim(b.String())
+}
+
+// clientType is Redis's type of o: pubsub while it has a subscription.
+func (c *conn) clientType() string {
+	if sub, psub, ssub := c.pubsubCounts(); sub+psub+ssub > 0 {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // clientType reads a client type name as Redis's getClientTypeByName does.
@@ -356,7 +369,7 @@ func cmdClientKill(c *conn, args [][]byte) {
 	}
 	var killed int64
 	for _, o := range c.srv.connections() {
-		if (id != 0 && o.id != id) || (typ != "" && typ != "normal") ||
+		if (id != 0 && o.id != id) || (typ != "" && typ != o.clientType()) ||
 			(addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) ||
 			(hasUser && o.userName() != u) || (skipMe && o == c) {
 			continue
