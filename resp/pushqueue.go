@@ -102,6 +102,9 @@ func (q *pushQueue) flushReply(out []byte) bool {
 	if q.closed {
 		return false
 	}
+	if len(out) == 0 && !q.holding {
+		return true // nothing of its own to wait for: messages go on by themselves
+	}
 	q.buf = append(q.buf, out...)
 	q.queued += uint64(len(out))
 	target := q.queued
