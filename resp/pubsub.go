@@ -116,12 +116,16 @@ func (c *conn) subscribedRESP2() bool { return !c.out.resp3 && c.subscribed() }
 // the first subscription.
 func (c *conn) pubsubState() *subscriptions {
 	if c.ps == nil {
-		c.ps = &subscriptions{q: newPushQueue()}
-		for k := range c.ps.set {
-			c.ps.set[k] = map[string]struct{}{}
+		s := &subscriptions{q: newPushQueue()}
+		for k := range s.set {
+			s.set[k] = map[string]struct{}{}
 		}
-		c.ps.q.resp3.Store(c.out.resp3)
-		go c.writePushes(c.ps.q)
+		s.q.resp3.Store(c.out.resp3)
+		go c.writePushes(s.q)
+		h := &c.srv.pubsub
+		h.mu.Lock() // CLIENT LIST reads c.ps from other connections' goroutines
+		c.ps = s
+		h.mu.Unlock()
 	}
 	return c.ps
 }
