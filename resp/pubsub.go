@@ -296,7 +296,10 @@ func (s *Server) deliver(c *conn, b []byte, lim *obufLimits) {
 	s.pubsub.cut.Add(1)
 	s.log.Warn("closing a subscriber over client-output-buffer-limit pubsub", "client", c.addr,
 		"hard", lim.class[obufPubSub].hard, "soft", lim.class[obufPubSub].soft, "soft_seconds", lim.class[obufPubSub].softSeconds)
-	c.nc.Close() // its goroutines see the error and end; the publisher goes on
+	// Its goroutines see the error and end. Apart, as a TLS connection's
+	// Close may try to write its close_notify to a full socket for a while:
+	// the publisher goes on at once.
+	go c.nc.Close()
 }
 
 // message is one message to deliver, encoded once per protocol.
