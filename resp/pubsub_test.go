@@ -494,3 +494,80 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestLockEventsUnderLoad (SPEC §13, LOCK-01, LOCK-02): with clients
+// holding and releasing a few keys at once, every grant a client was
+// answered appears among the events with its fence; per key the events
+// alternate, a grant then the end of that same fence; and fences only
+// grow in the order the events come.
+func TestLockEventsUnderLoad(t *testing.T) {
+	s := resptest.Start(t, tenure.Options{})
+	ctx := context.Background()
+	admin := s.Client()
+	admin.ConfigSet(ctx, "notify-keyspace-events", "L")
+	sub := s.Client().Subscribe(ctx, "__lock@0__:load")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const clients, cycles, keys = 8, 100, 3
+	granted := make(chan int64, clients*cycles)
+	errs := make(chan error, clients)
+	for i := range clients {
+		go func() {
+			c := s.Client()
+			for j := range cycles {
+				r, err := c.Do(ctx, "LOCK.HOLD", "load", "k"+strconv.Itoa(j%keys), fmt.Sprintf("c%d-%d", i, j), "TTL", "10000").Slice()
+				if err != nil {
+					errs <- err
+					return
+				}
+				granted <- r[1].(int64)
+				if err := c.Do(ctx, "LOCK.RELEASE", r[0]).Err(); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(granted)
+	held := map[string]string{} // key -> fence of its live grant
+	seen := map[string]bool{}
+	var last int64
+	for range 2 * clients * cycles {
+		m := recv(t, sub)
+		var e map[string]string
+		if err := json.Unmarshal([]byte(m.Payload), &e); err != nil {
+			t.Fatal(err)
+		}
+		switch e["event"] {
+		case "granted":
+			f, _ := strconv.ParseInt(e["fence"], 10, 64)
+			if f <= last {
+				t.Fatalf("fence %d granted after %d", f, last)
+			}
+			if held[e["key"]] != "" {
+				t.Fatalf("%s granted fence %s while %s lives", e["key"], e["fence"], held[e["key"]])
+			}
+			last, held[e["key"]], seen[e["fence"]] = f, e["fence"], true
+		case "released":
+			if held[e["key"]] != e["fence"] {
+				t.Fatalf("%s released fence %s; the live one is %q", e["key"], e["fence"], held[e["key"]])
+			}
+			held[e["key"]] = ""
+		default:
+			t.Fatalf("unexpected event %v", e)
+		}
+	}
+	for f := range granted {
+		if !seen[strconv.FormatInt(f, 10)] {
+			t.Fatalf("grant of fence %d has no event", f)
+		}
+	}
+}
