@@ -382,6 +382,10 @@ func TestKeyspaceNotifications(t *testing.T) {
 	c.ConfigSet(ctx, "notify-keyspace-events", "Ex")
 	c.Set(ctx, "short", "v", 50*time.Millisecond)
 	expect("__keyevent@0__:expired short")
+	c.ConfigSet(ctx, "notify-keyspace-events", "Em")
+	c.Get(ctx, "nokey")
+	c.MGet(ctx, "a", "nokey2")
+	expect("__keyevent@0__:keymiss nokey", "__keyevent@0__:keymiss nokey2")
 	c.ConfigSet(ctx, "notify-keyspace-events", "")
 	c.Set(ctx, "quiet", "v", 0)
 	c.Publish(ctx, "__keyevent@0__:marker", "m") // the next message must be this one

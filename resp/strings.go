@@ -147,6 +147,7 @@ func cmdGet(c *conn, args [][]byte) {
 	case err != nil:
 		c.storeError(err)
 	case !found:
+		c.notify(notifyKeyMiss, "keymiss", args[1])
 		c.out.Null()
 	}
 }
@@ -321,7 +322,10 @@ func cmdMGet(c *conn, args [][]byte) {
 		return
 	}
 	c.out.Array(len(vals))
-	for _, v := range vals {
+	for i, v := range vals {
+		if v == nil {
+			c.notify(notifyKeyMiss, "keymiss", args[1+i])
+		}
 		c.out.BulkOrNull(v, v != nil)
 	}
 }
