@@ -46,8 +46,8 @@ func (r Role) String() string {
 //
 // A row says effRead or effWrite (not both: a write that reads, INCR,
 // is a write), with effLocks when what it reads or writes is the lock
-// module's rather than the keyspace's; or effLocal, effQueue or effNone
-// alone. TestEveryRowSaysWhatItDoes holds every row to that.
+// module's rather than the keyspace's, or effPubSub when it is pub/sub's
+// channels; or effLocal, effQueue or effNone alone. TestEveryRowSaysWhatItDoes holds every row to that.
 type effect uint16
 
 const (
