@@ -120,7 +120,7 @@ func scenarios(s *settings) []*scenario {
 	}
 	fanout := func(subs int) *scenario {
 		rate, lat := row{"delivered_per_sec", "messages delivered/s", "ops"}, pct("", "delivery")
-		return &scenario{Name: fmt.Sprintf("pubsub-%d", subs), Group: "9",
+		return &scenario{Name: fmt.Sprintf("pubsub-%d", subs), Group: "10",
 			Title: fmt.Sprintf("pub/sub fan-out: %d publishers, PUBLISH to %d subscriber(s), one round trip at a time", pubsubPublishers, subs),
 			Run:   pubsubFanout(subs), Rate: rate, Latency: lat,
 			Rows: rows([]row{rate, {"published_per_sec", "PUBLISH/s", "ops"}}, lat, cpuRows("message delivered"), []row{errorsRow})}
@@ -167,6 +167,7 @@ func scenarios(s *settings) []*scenario {
 		durable(1),
 		durable(8),
 		durable(50),
+		watchScenario(s), // watch.go
 		fanout(1),
 		fanout(100),
 		fanout(1000),
@@ -190,7 +191,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	s := &settings{}
 	var (
-		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), pubsub (= pubsub-1,pubsub-100,pubsub-1000), or 1-9")
+		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), watch, pubsub (= pubsub-1,pubsub-100,pubsub-1000), or 1-10")
 		targets  = fs.String("targets", "tenure,redis-aof,redis,etcd", "servers to run against: tenure, redis-aof, redis, etcd")
 		rounds   = fs.Int("rounds", 3, "rounds; each runs every scenario against every server once")
 		outDir   = fs.String("out", "bench/out", "`directory` for results.json, chart.svg and table.txt")
@@ -486,7 +487,7 @@ func pickScenarios(all []*scenario, spec string) ([]*scenario, error) {
 		f = strings.TrimSpace(f)
 		found := false
 		for _, sc := range all {
-			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") || (f == "pubsub" && sc.Group == "9") {
+			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") || (f == "pubsub" && sc.Group == "10") {
 				want[sc.Name], found = true, true
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Scenario 9, pub/sub fan-out (issue 36): publishers PUBLISH to one
+// Scenario 10, pub/sub fan-out (issue 36): publishers PUBLISH to one
 // channel with subs subscribers, one round trip at a time; each message
 // carries the instant it was sent, and each subscriber, a raw connection
 // read as fast as it can be, takes the delivery latency of every message

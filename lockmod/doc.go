@@ -144,6 +144,15 @@
 // walk is met once whatever else comes and goes, and a step costs
 // O(count + log n). Keys that share a hash come in one step.
 //
+// # Watching
+//
+// Watch (LOCK.WATCH, LOCK-17) files a watcher in its key's watch set;
+// grant and end note the key (touch), and the step's unlock answers the
+// set once its newest lease's fence is another, with the key's state as
+// the step leaves it, shared by every watcher of the set, then calls
+// their wakes without the lock. A watcher has no goroutine, timer or
+// event of its own; Pause answers every watcher "free", Close ErrClosed.
+//
 // # Observing
 //
 // Config.Observer hears of each grant (with the time the request waited)

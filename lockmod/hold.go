@@ -282,6 +282,7 @@ func (m *Manager) grant(r *request, shared bool, maxHold time.Duration, ending *
 		m.keys.del(h, old.ref)
 	}
 	m.keys.put(h, r.ref)
+	m.touch(r.name()) // LOCK-17
 	if st := m.states[r.name()]; st != nil {
 		st.shared = shared // LOCK-01: the caller saw it fits
 		st.addHolder(r)

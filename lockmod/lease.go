@@ -156,6 +156,7 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 		m.keys.put(h, newest.ref)
 		m.order.add(newest)
 	}
+	m.touch(name) // LOCK-17
 	r.phase = ended
 	r.reason = why
 	r.at = at.add(r.span()) // LOCK-03, LOCK-05: remembered for its ttl after it ends

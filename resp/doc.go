@@ -57,6 +57,7 @@
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE
+//	lockwatch.go   LOCK.WATCH: a watcher waits on its connection's own read, no goroutine of its own
 //	pubsub.go      SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE and UN-, PUBLISH, SPUBLISH, PUBSUB (SPEC §13)
 //	pushqueue.go   a subscriber's bounded output and its writer; client-output-buffer-limit
 //	notify.go      keyspace notifications (notify-keyspace-events) and lock events (L)

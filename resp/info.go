@@ -232,6 +232,7 @@ func (s *Server) infoLocks() [][2]string {
 		{"epoch", utoa(st.Epoch)},
 		{"leases", itoa(int64(st.Leases))},
 		{"waiters", itoa(int64(st.Waiters))},
+		{"watchers", itoa(st.Watchers)}, // LOCK.WATCH waiting (SPEC §3)
 		{"grants_total", utoa(st.GrantsTotal)},
 		{"renewals_total", utoa(st.RenewalsTotal)},
 		{"released_total", utoa(st.ReleasedTotal)},

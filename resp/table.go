@@ -456,7 +456,7 @@ func commandTable() map[string]*command {
 	group = "module"
 	//
 	// For a cluster client the key of a LOCK.* command is its lock name:
-	// HOLD, INFO, LIST, HOLDERS and REVOKE name it first, so keys(1, 1, 1). A lock
+	// HOLD, INFO, LIST, HOLDERS, WATCH and REVOKE name it first, so keys(1, 1, 1). A lock
 	// is one family of keys, and LOCK.LIST walks all of a lock's keys in one
 	// call, so all of them must live where one hash slot lives; hashing the
 	// lock name puts them there, and a hash tag in it ("{chat}summaries")
@@ -481,6 +481,9 @@ func commandTable() map[string]*command {
 			argString("lock"), argOption("CURSOR", "cursor"), argOption("COUNT", "count")))
 	add("lock.holders", 3, RoleRead, effRead|effLocks, 0, cmdLockHolders, "Lists every live lease of (lock, key), oldest first; never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(H) where H is the number of live leases of the key.", argString("lock"), argString("key")))
+	add("lock.watch", -3, RoleRead, effRead|effLocks|effBlock, 0, cmdLockWatch, "Waits until the newest lease of (lock, key) is another than FENCE f, then shows the key as LOCK.INFO does; never a lease id.", keys(1, 1, 1),
+		docs(Version, "O(1) to wait; O(W) for the change that answers W watchers of the key.",
+			argString("lock"), argString("key"), argOption("FENCE", "f"), argOption("TIMEOUT", "ms")))
 	add("lock.revoke", -3, RoleAdmin, effWrite|effLocks, 0, cmdLockRevoke, "Ends the live leases of (lock, key) now, or only the one with FENCE f.", keys(1, 1, 1),
 		docs(Version, "O(log N + H) where N is the number of leases and places in line, H the key's live leases.", argString("lock"), argString("key"), argOption("FENCE", "f")))
 	return t
