@@ -114,6 +114,8 @@ type Manager struct {
 	doneCh  chan struct{} // closed at birth: the Done of tickets answered at once
 
 	observer Observer
+	sinks    []sinkEntry // lock events' sinks (events.go); nil: no event is built
+	sinkSeq  uint64
 	trace    func(traceEvent) // tests only
 
 	// sweepStep is DefaultSweepStep; tests and benchmarks change it.

@@ -84,6 +84,7 @@ type Server struct {
 	stats   serverStats
 	metrics *metrics
 	scripts scripts // resp/scripting.go
+	pubsub  pubsub  // resp/pubsub.go, resp/notify.go
 }
 
 type serverStats struct {
@@ -130,6 +131,7 @@ func New(cfg Config, b Backends) *Server {
 	s.metrics.bind(s)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.scripts.init()
+	s.pubsub.init()
 	return s
 }
 
