@@ -116,7 +116,7 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 		case live:
 			return m.answered(m.grantOf(r, now), nil)
 		case ended:
-			return m.answered(Grant{}, r.reason.lost())
+			return m.answered(Grant{}, r.lost())
 		default:
 			return m.resume(r, st, req, ttl, now)
 		}

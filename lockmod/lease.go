@@ -26,7 +26,7 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 		return 0, unknownLease()
 	}
 	if r.phase != live {
-		return 0, r.reason.lost() // LOCK-05
+		return 0, r.lost() // LOCK-05
 	}
 	if r.ending() != nil {
 		return 0, ErrHeldInProcess // LOCK-13: a deadline would be a ttl it never had
@@ -46,6 +46,10 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 		m.contest(r)
 	}
 	m.stats.RenewalsTotal++
+	if m.counts != nil {
+		lock, _ := splitName(r.name())
+		m.counts.LeaseRenewed(lock)
+	}
 	return time.Duration(r.at - now), nil
 }
 
@@ -72,7 +76,7 @@ func (m *Manager) Release(leaseID string) error {
 	case r.reason == released:
 		return nil
 	default:
-		return r.reason.lost()
+		return r.lost()
 	}
 }
 

@@ -105,6 +105,7 @@ type Manager struct {
 	doneCh  chan struct{} // closed at birth: the Done of tickets answered at once
 
 	observer Observer
+	counts   CountObserver    // observer, if it is one
 	trace    func(traceEvent) // tests only
 
 	// sweepStep is DefaultSweepStep; tests and benchmarks change it.
@@ -151,6 +152,7 @@ func New(cfg Config) *Manager {
 		sweepStep:     DefaultSweepStep,
 	}
 	m.events.slab = &m.slab
+	m.counts, _ = cfg.Observer.(CountObserver)
 	if m.clock == nil {
 		m.clock = SystemClock()
 	}

@@ -41,9 +41,7 @@ type metrics struct {
 	commands *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	unknown  *commandMetrics // requests naming no command
-	holdTime prometheus.Histogram
-	waitTime prometheus.Histogram
-	lostBy   map[string]prometheus.Counter // by SPEC §4 reason; read-only after newMetrics
+	locks    *lockTable      // the lock metrics, by lock (lockmetrics.go)
 	accepted prometheus.Counter
 	refused  prometheus.Counter
 }
@@ -82,16 +80,7 @@ func newMetrics(log *slog.Logger) *metrics {
 			Help:    "Time to run a command, from dispatch to its reply (a LOCK.HOLD's wait in line included).",
 			Buckets: commandBuckets,
 		}, []string{"command"}),
-		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "tenure_lock_hold_seconds",
-			Help:    "How long leases were held, from grant to release, expiry or revocation.",
-			Buckets: holdBuckets,
-		}),
-		waitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "tenure_lock_wait_seconds",
-			Help:    "How long granted requests waited in line (0 for a key granted at once).",
-			Buckets: waitBuckets,
-		}),
+		locks: newLockTable(LockSeriesCap),
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tenure_connections_received_total",
 			Help: "Connections accepted.",
@@ -100,17 +89,9 @@ func newMetrics(log *slog.Logger) *metrics {
 			Name: "tenure_connections_rejected_total",
 			Help: "Connections refused over --max-clients.",
 		}),
-		lostBy: map[string]prometheus.Counter{},
-	}
-	lost := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tenure_lock_lost_total",
-		Help: "LOST replies: a holder told that its lease is lost, by reason (SPEC §4).",
-	}, []string{"reason"})
-	for _, r := range []string{lockmod.ReasonExpired, lockmod.ReasonMaxHold, lockmod.ReasonAdmin, lockmod.ReasonReleased, lockmod.ReasonUnknownLease} {
-		m.lostBy[r] = lost.WithLabelValues(r)
 	}
 	m.unknown = m.row("unknown")
-	m.own = []prometheus.Collector{m.commands, m.duration, m.holdTime, m.waitTime, m.accepted, m.refused, lost}
+	m.own = []prometheus.Collector{m.commands, m.duration, m.accepted, m.refused, lockCollector{m.locks}}
 	m.reg.MustRegister(m.own...)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -200,33 +181,8 @@ func (cm *commandMetrics) failed(code []byte) {
 	c.Inc()
 }
 
-// lost counts a LOST reply.
-func (m *metrics) lost(reason string) {
-	if c := m.lostBy[reason]; c != nil {
-		c.Inc()
-	}
-}
-
-// leaseObserver is the lock module's Observer: it times holds and waits,
-// and logs every revocation, by an admin or at MAXHOLD, in one line.
-// lockmod calls it under its lock; it only observes and logs.
-type leaseObserver struct {
-	m   *metrics
-	log *slog.Logger
-}
-
-func (o leaseObserver) LeaseGranted(e lockmod.GrantEvent) {
-	o.m.waitTime.Observe(e.Waited.Seconds())
-}
-
-func (o leaseObserver) LeaseEnded(e lockmod.EndEvent) {
-	o.m.holdTime.Observe(e.Held.Seconds())
-	if e.Reason == lockmod.ReasonAdmin || e.Reason == lockmod.ReasonMaxHold {
-		// Never the lease id: it is the holder's secret (LOCK-04).
-		o.log.Info("lease revoked", "lock", e.Lock, "key", e.Key, "fence", e.Fence,
-			"reason", e.Reason, "held_ms", e.Held.Milliseconds())
-	}
-}
+// lost counts a LOST reply; lock is "" when the lease is unknown.
+func (m *metrics) lost(lock, reason string) { m.locks.lost(lock, reason) }
 
 // Metrics are a server's Prometheus series. They are made before the
 // server so that the lock module can be given their Observer when it is
@@ -236,9 +192,10 @@ type Metrics struct{ m *metrics }
 // NewMetrics makes the series; log gets one line per revoked lease.
 func NewMetrics(log *slog.Logger) *Metrics { return &Metrics{m: newMetrics(log)} }
 
-// Observer is what the lock module reports grants and ends of leases to:
-// it times holds and waits, and logs revocations.
-func (m *Metrics) Observer() lockmod.Observer { return leaseObserver{m: m.m, log: m.m.log} }
+// Observer is what the lock module reports grants, renewals, ends of
+// leases and lines to (a lockmod.CountObserver): it keeps the lock metrics
+// by lock, and logs revocations.
+func (m *Metrics) Observer() lockmod.Observer { return lockObserver{m: m.m} }
 
 // Register adds the series to r as well (Go's and the process's own
 // collectors excepted: a program registers those itself), so that a
@@ -260,21 +217,13 @@ type serverCollector struct{ s *Server }
 var (
 	descConnections = prometheus.NewDesc("tenure_connections", "Open connections, by role (none: not yet authenticated).", []string{"role"}, nil)
 	descBlocked     = prometheus.NewDesc("tenure_blocked_clients", "Connections blocked in LOCK.HOLD, waiting in line.", nil, nil)
-	descLeases      = prometheus.NewDesc("tenure_lock_leases", "Live leases.", nil, nil)
-	descWaiters     = prometheus.NewDesc("tenure_lock_waiters", "Places in line, lingering ones included.", nil, nil)
 	descEpoch       = prometheus.NewDesc("tenure_epoch", "The epoch this open of the store made durable (SPEC §2): fence >> 32.", nil, nil)
-	descGrants      = prometheus.NewDesc("tenure_lock_grants_total", "Leases granted.", nil, nil)
-	descRenewals    = prometheus.NewDesc("tenure_lock_renewals_total", "Successful renewals.", nil, nil)
-	descReleases    = prometheus.NewDesc("tenure_lock_releases_total", "Leases ended by LOCK.RELEASE.", nil, nil)
-	descExpiries    = prometheus.NewDesc("tenure_lock_expiries_total", "Leases that reached their deadline without a renewal.", nil, nil)
-	descRevocations = prometheus.NewDesc("tenure_lock_revocations_total", "Leases revoked, by cause: maxhold (MAXHOLD reached) or admin (LOCK.REVOKE).", []string{"cause"}, nil)
 	descKeys        = prometheus.NewDesc("tenure_keys", "Keys in the keyspace (expired ones not yet swept included, as DBSIZE).", nil, nil)
 	descDiskBytes   = prometheus.NewDesc("tenure_disk_bytes", "Bytes of the store's files on disk.", nil, nil)
 )
 
 func (sc *serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnections, descBlocked, descLeases, descWaiters, descEpoch,
-		descGrants, descRenewals, descReleases, descExpiries, descRevocations, descKeys, descDiskBytes} {
+	for _, d := range []*prometheus.Desc{descConnections, descBlocked, descEpoch, descKeys, descDiskBytes} {
 		ch <- d
 	}
 }
@@ -296,18 +245,7 @@ func (sc *serverCollector) Collect(ch chan<- prometheus.Metric) {
 
 	st := s.locks.Stats()
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge(descLeases, float64(st.Leases))
-	gauge(descWaiters, float64(st.Waiters))
 	gauge(descEpoch, float64(st.Epoch))
-	counter(descGrants, st.GrantsTotal)
-	counter(descRenewals, st.RenewalsTotal)
-	counter(descReleases, st.ReleasedTotal)
-	counter(descExpiries, st.ExpiredTotal)
-	counter(descRevocations, st.RevokedMaxHoldTotal, "maxhold")
-	counter(descRevocations, st.RevokedAdminTotal, "admin")
 
 	ks := s.store.Stats()
 	gauge(descKeys, float64(ks.Keys))
