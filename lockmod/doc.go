@@ -149,5 +149,11 @@
 // Config.Observer hears of each grant (with the time the request waited)
 // and each end of a lease (with its reason and how long it was held), under
 // the Manager's lock; the server turns them into metrics and log lines.
+// Lock events (events.go) are for feeds that come and go — pub/sub's
+// __lock@0__ channels, the dashboard, an audit ring: each EventSink added
+// with AddEventSink is told every grant, end, -LOST answer and new epoch
+// in the same critical section as the change, so in order; with no sink
+// no Event is built. A sink must not block: Feed queues on a bounded
+// channel and drops (and counts) what a slow reader has no room for.
 // Events never carry a lease id.
 package lockmod

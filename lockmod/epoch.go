@@ -40,6 +40,7 @@ func (m *Manager) Resume(epoch uint64) {
 	}
 	m.dropAll(ErrNoEpoch)
 	m.epoch, m.n, m.paused = epoch, 0, false
+	m.emitEpoch(epoch)
 }
 
 // Paused reports whether the Manager refuses calls until Resume.

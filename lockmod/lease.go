@@ -26,7 +26,7 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 		return 0, unknownLease()
 	}
 	if r.phase != live {
-		return 0, r.lost() // LOCK-05
+		return 0, m.lostAnswer(r, now) // LOCK-05
 	}
 	if r.ending() != nil {
 		return 0, ErrHeldInProcess // LOCK-13: a deadline would be a ttl it never had
@@ -76,7 +76,7 @@ func (m *Manager) Release(leaseID string) error {
 	case r.reason == released:
 		return nil
 	default:
-		return r.lost()
+		return m.lostAnswer(r, now)
 	}
 }
 
@@ -183,6 +183,9 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 	if ending != nil {
 		delete(m.heldInProcess, ending)
 		ending.finish(why.lost()) // LOCK-13: at once, not at a renewal
+	}
+	if len(m.sinks) != 0 {
+		m.emitLease(endKind(why), r, why, at)
 	}
 	if m.observer != nil {
 		lock, key := splitName(name)

@@ -105,7 +105,9 @@ type Manager struct {
 	doneCh  chan struct{} // closed at birth: the Done of tickets answered at once
 
 	observer Observer
-	counts   CountObserver    // observer, if it is one
+	counts   CountObserver // observer, if it is one
+	sinks    []sinkEntry   // lock events' sinks (events.go); nil: no event is built
+	sinkSeq  uint64
 	trace    func(traceEvent) // tests only
 
 	// sweepStep is DefaultSweepStep; tests and benchmarks change it.
