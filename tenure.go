@@ -49,6 +49,10 @@ type Options struct {
 	// and the process's own collectors excepted), beside the registry
 	// that ServeMetrics serves.
 	Metrics prometheus.Registerer
+	// AuditEvents is how many lock events the audit keeps in memory, for
+	// LOCK.EVENTS and the dashboard (--audit-events; SPEC §14):
+	// resp.DefaultAuditEvents when 0, none when negative.
+	AuditEvents int
 	// Cluster, when not nil, makes the store one node of a cluster that
 	// replicates it through Raft (SPEC §10; package cluster).
 	Cluster *ClusterOptions
@@ -143,14 +147,15 @@ func Open(dir string, o Options) (*DB, error) {
 		Observer: metrics.Observer(),
 	})
 	srv := resp.New(resp.Config{
-		Dir:        dir,
-		Fsync:      o.Fsync,
-		MaxClients: o.MaxClients,
-		Limits:     limits,
-		Logger:     o.Logger,
-		Users:      o.Users,
-		LogLevel:   o.LogLevel,
-		TLS:        o.TLS,
+		Dir:         dir,
+		Fsync:       o.Fsync,
+		MaxClients:  o.MaxClients,
+		Limits:      limits,
+		Logger:      o.Logger,
+		Users:       o.Users,
+		LogLevel:    o.LogLevel,
+		TLS:         o.TLS,
+		AuditEvents: o.AuditEvents,
 	}, resp.Backends{Store: store, Locks: locks, Metrics: metrics, Cluster: clusterOf(node)})
 	if o.Metrics != nil {
 		if err := metrics.Register(o.Metrics); err != nil {

@@ -180,6 +180,7 @@ func representative(row string) (invocation, bool) {
 		"lock.info":    {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.INFO", "jobs", k}},
 		"lock.list":    {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.LIST", "jobs"}},
 		"lock.holders": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000", "LIMIT", "2", "OWNER", "w-1"}}, cmd: []any{"LOCK.HOLDERS", "jobs", k}},
+		"lock.events":  {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.EVENTS", "jobs", "COUNT", "5"}},
 		"lock.revoke":  {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.REVOKE", "jobs", k}, locks: true},
 	}
 	inv, ok := m[row]

@@ -429,6 +429,8 @@ func commandTable() map[string]*command {
 			argString("lock"), argOption("CURSOR", "cursor"), argOption("COUNT", "count")))
 	add("lock.holders", 3, RoleRead, effRead|effLocks, 0, cmdLockHolders, "Lists every live lease of (lock, key), oldest first; never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(H) where H is the number of live leases of the key.", argString("lock"), argString("key")))
+	add("lock.events", -1, RoleRead, effRead|effLocks, 0, cmdLockEvents, "Shows the newest lock events the audit keeps (grants, releases, expiries, revocations, losses, epochs), of one lock or of all, oldest first; never a lease id.",
+		docs(Version, "O(N) where N is the number of events kept.", arg{Name: "lock", Type: "string", Optional: true}, argOption("COUNT", "count")))
 	add("lock.revoke", -3, RoleAdmin, effWrite|effLocks, 0, cmdLockRevoke, "Ends the live leases of (lock, key) now, or only the one with FENCE f.", keys(1, 1, 1),
 		docs(Version, "O(log N + H) where N is the number of leases and places in line, H the key's live leases.", argString("lock"), argString("key"), argOption("FENCE", "f")))
 	return t
