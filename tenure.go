@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenure-db/tenure/cluster"
+	"github.com/tenure-db/tenure/dashboard"
 	"github.com/tenure-db/tenure/kv"
 	"github.com/tenure-db/tenure/lockmod"
 	"github.com/tenure-db/tenure/resp"
@@ -206,6 +207,19 @@ func (db *DB) Serve(ln net.Listener) error {
 // until Close; then it returns ErrClosed.
 func (db *DB) ServeMetrics(ln net.Listener) error {
 	if err := db.srv.ServeMetrics(ln); !errors.Is(err, resp.ErrServerClosed) {
+		return err
+	}
+	return ErrClosed
+}
+
+// ServeHTTP serves on ln, until Close, the dashboard at / and the
+// Prometheus metrics at /metrics (SPEC §14: --http-addr), behind HTTP
+// basic auth with Options.Users and over TLS with Options.TLS; then it
+// returns ErrClosed.
+func (db *DB) ServeHTTP(ln net.Listener) error {
+	page := dashboard.New(db.srv)
+	defer page.Close()
+	if err := db.srv.ServeHTTP(ln, page); !errors.Is(err, resp.ErrServerClosed) {
 		return err
 	}
 	return ErrClosed

@@ -16,9 +16,11 @@ type ListEntry struct {
 	Holders   int    // live leases
 	Owner     string // the newest live lease's OWNER, "" if none (LOCK-16)
 	// Held is the time since the newest live lease's grant, 0 if free;
-	// Limit the key's LIMIT, 1 when none (LOCK-15).
-	Held  time.Duration
-	Limit int
+	// LeaseTTL the ttl it was granted with (TTL is at most that, but after
+	// a RENEW … TTL); Limit the key's LIMIT, 1 when none (LOCK-15).
+	Held     time.Duration
+	LeaseTTL time.Duration
+	Limit    int
 }
 
 // DefaultListCount is how many keys a List step looks at when asked for
@@ -48,7 +50,7 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 		if r := m.holder(name); r != nil {
 			e.Fence, e.Owner, e.Holders, e.Held = r.fence, r.owner(), 1, time.Duration(now-r.grantedAt)
 			if e.InProcess = r.ending() != nil; !e.InProcess {
-				e.TTL = time.Duration(r.at - now)
+				e.TTL, e.LeaseTTL = time.Duration(r.at-now), r.ttl
 			}
 		}
 		if st := m.states[name]; st != nil {

@@ -63,6 +63,9 @@ func (a *auditRing) latest(lock string, n int) []AuditEvent {
 func (a *auditRing) since(seq uint64, n int) ([]AuditEvent, uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if n <= 0 {
+		return nil, a.last
+	}
 	if oldest := a.last - min(a.last, uint64(len(a.buf))); seq < oldest {
 		seq = oldest
 	}

@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -254,17 +256,37 @@ func (sc *serverCollector) Collect(ch chan<- prometheus.Metric) {
 
 // ServeMetrics serves this server's Prometheus metrics over HTTP at
 // /metrics on ln, until Shutdown; then it returns ErrServerClosed.
-func (s *Server) ServeMetrics(ln net.Listener) error {
+func (s *Server) ServeMetrics(ln net.Listener) error { return s.ServeHTTP(ln, nil) }
+
+// ServeHTTP serves over HTTP on ln, until Shutdown (then it returns
+// ErrServerClosed), this server's Prometheus metrics at /metrics and, if
+// page is not nil, page at every other path (the dashboard, SPEC §14).
+// With users (--users), every request needs HTTP basic auth of a known
+// user, any role, its password checked in constant time as AUTH checks
+// it; with TLS (--tls-cert), it speaks HTTPS with the clients' settings.
+func (s *Server) ServeHTTP(ln net.Listener, page http.Handler) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,
 	}))
+	if page != nil {
+		mux.Handle("/", page)
+	}
+	// Shutdown cancels every request's context, so that the dashboard's
+	// event streams end and let the server stop.
+	base, cancel := context.WithCancel(context.Background())
 	hs := &http.Server{
-		Handler:           mux,
+		Handler:           s.httpAuth(mux),
 		ReadHeaderTimeout: 10 * time.Second, // a stalled scraper holds up nobody
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	hs.RegisterOnShutdown(cancel)
+	defer cancel()
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -274,11 +296,31 @@ func (s *Server) ServeMetrics(ln net.Listener) error {
 	}
 	s.metricsHTTP = append(s.metricsHTTP, hs)
 	s.mu.Unlock()
-	s.log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	s.log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics", "dashboard", page != nil, "tls", s.cfg.TLS != nil)
 	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return ErrServerClosed
+}
+
+// httpAuth asks every request for HTTP basic auth of a known user when
+// there are users; any role may read the metrics and the dashboard.
+func (s *Server) httpAuth(h http.Handler) http.Handler {
+	if s.users == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, password, ok := r.BasicAuth()
+		if !ok {
+			user, password = "", "" // still compared, so timing tells nothing
+		}
+		if _, known := s.users.check(user, []byte(password)); !known || !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="tenure", charset="UTF-8"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // opsRate is INFO's instantaneous_ops_per_sec without a ticker: each
