@@ -132,7 +132,7 @@ type Summary struct {
 
 func (d *Dashboard) summary() Summary {
 	n := d.src.Node()
-	s := Summary{At: time.Now().UnixMilli(), Node: Node{Role: n.Role, Epoch: n.Epoch, Leases: n.Leases, Waiters: n.Waiters,
+	s := Summary{At: time.Now().UnixMilli(), Locks: []LockRow{}, Node: Node{Role: n.Role, Epoch: n.Epoch, Leases: n.Leases, Waiters: n.Waiters,
 		Keys: n.Keys, UptimeS: int64(n.Uptime.Seconds()), Version: n.Version, Self: n.Self, Leader: n.Leader, LeaderAt: n.LeaderAt}}
 	for _, p := range n.Peers {
 		s.Node.Peers = append(s.Node.Peers, Peer(p))

@@ -34,7 +34,8 @@ function el(tag, attrs, ...children) {
 
 function fmtDuration(ms) {
   if (ms == null || ms < 0) return '—';
-  if (ms < 1000) return ms + ' ms';
+  if (ms < 10) return (Math.round(ms * 10) / 10) + ' ms';
+  if (ms < 1000) return Math.round(ms) + ' ms';
   const s = ms / 1000;
   if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
   const m = Math.floor(s / 60);
@@ -43,7 +44,7 @@ function fmtDuration(ms) {
   if (h < 48) return h + 'h ' + (m % 60) + 'm';
   return Math.floor(h / 24) + 'd ' + (h % 24) + 'h';
 }
-const fmtSeconds = (s) => (s == null ? '—' : fmtDuration(Math.round(s * 1000)));
+const fmtSeconds = (s) => (s == null ? '—' : fmtDuration(s * 1000));
 const fmtNum = (n) => (n == null ? '—' : Number(n).toLocaleString('en-US'));
 const fmtTime = (t) => new Date(t).toLocaleTimeString('en-GB', { hour12: false }) + '.' + String(t % 1000).padStart(3, '0');
 
@@ -90,6 +91,7 @@ function markSort(table, sort) {
 function renderLocks() {
   const s = state.summary;
   if (!s) return;
+  s.locks = s.locks || [];
   const filter = $('lock-filter').value.toLowerCase();
   const rows = sortRows(s.locks.filter((r) => !filter || r.lock.toLowerCase().includes(filter)), state.lockSort);
   const body = $('locks').tBodies[0];
@@ -266,7 +268,7 @@ async function fetchSeries() {
   } catch (e) { /* next time */ }
 }
 function drawCharts() {
-  drawChart($('chart-rates'), series, rateLines, (v) => (v >= 100 ? v.toFixed(0) : v.toFixed(1)));
+  drawChart($('chart-rates'), series, rateLines, (v) => (v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toFixed(2)));
   drawChart($('chart-times'), series, timeLines, (v) => fmtSeconds(v));
 }
 
