@@ -128,6 +128,10 @@ type Summary struct {
 	Node  Node      `json:"node"`
 	Locks []LockRow `json:"locks"`
 	At    int64     `json:"t"`
+	// The histograms' first bucket bounds, in seconds: a percentile at or
+	// under one says only that it is under it.
+	HoldFirstBound float64 `json:"hold_first_bound"`
+	WaitFirstBound float64 `json:"wait_first_bound"`
 }
 
 func (d *Dashboard) summary() Summary {
@@ -147,6 +151,7 @@ func (d *Dashboard) summary() Summary {
 		if st.Lock == resp.OtherLock && row.Grants == 0 && row.Waiters == 0 && row.Lost == 0 {
 			continue // no name past the cap yet
 		}
+		s.HoldFirstBound, s.WaitFirstBound = st.Hold.Bounds[0], st.Wait.Bounds[0]
 		if p, ok := win[st.Lock]; ok {
 			row.Rate, row.HoldP50, row.HoldP99, row.WaitP50, row.WaitP99 = p.Grants, p.HoldP50, p.HoldP99, p.WaitP50, p.WaitP99
 		}

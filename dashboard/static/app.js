@@ -14,7 +14,7 @@ const state = {
   lockSort: { by: 'leases', desc: true },
   keySort: { by: 'key', desc: false },
   keyOffset: 0,
-  keyLimit: 100,
+  keyLimit: 50,
   keys: null,          // the last page of keys
   keysAt: 0,           // when it arrived (ms)
   keysTimer: 0,
@@ -45,6 +45,9 @@ function fmtDuration(ms) {
   return Math.floor(h / 24) + 'd ' + (h % 24) + 'h';
 }
 const fmtSeconds = (s) => (s == null ? '—' : fmtDuration(s * 1000));
+// A percentile in the first bucket says only that it is under its bound
+// (a wait of 0 reads as 0.99 ms otherwise, as histogram_quantile has it).
+const fmtPercentile = (v, first) => (v != null && first && v <= first ? '≤ ' + fmtSeconds(first) : fmtSeconds(v));
 const fmtNum = (n) => (n == null ? '—' : Number(n).toLocaleString('en-US'));
 const fmtTime = (t) => new Date(t).toLocaleTimeString('en-GB', { hour12: false }) + '.' + String(t % 1000).padStart(3, '0');
 
@@ -106,8 +109,8 @@ function renderLocks() {
       el('td', { class: 'num' }, fmtNum(r.expiries)),
       el('td', { class: 'num' }, fmtNum(r.revoked)),
       el('td', { class: 'num' + (r.lost > 0 ? ' warn' : '') }, fmtNum(r.lost)),
-      el('td', { class: 'num' }, fmtSeconds(r.hold_p99)),
-      el('td', { class: 'num' }, fmtSeconds(r.wait_p99)));
+      el('td', { class: 'num' }, fmtPercentile(r.hold_p99, s.hold_first_bound)),
+      el('td', { class: 'num' }, fmtPercentile(r.wait_p99, s.wait_first_bound)));
     tr.addEventListener('click', () => chooseLock(r.lock));
     return tr;
   }));
@@ -193,8 +196,8 @@ function feedItem(e) {
     el('span', { class: 'muted' }, fmtTime(e.t)),
     el('span', { class: 'kind k-' + e.event }, e.event),
     el('span', { title: (e.lock || '') + ' ' + (e.key || '') }, e.event === 'epoch' ? 'epoch ' + e.epoch : e.lock + ' / ' + e.key),
-    el('span', { class: 'muted', title: e.owner || '' }, e.owner ? 'owner ' + e.owner : ''),
-    el('span', { class: 'muted' }, e.event === 'epoch' ? '' : 'fence ' + e.fence + (e.reason && e.reason !== e.event ? ' · ' + e.reason : '')));
+    el('span', { class: 'muted', title: 'owner ' + (e.owner || '') }, e.owner || ''),
+    el('span', { class: 'muted', title: 'fence' }, e.event === 'epoch' ? '' : e.fence + (e.reason && e.reason !== e.event ? ' · ' + e.reason : '')));
   li.hidden = $('feed-only').checked && state.lock !== '' && e.lock !== state.lock && e.event !== 'epoch';
   return li;
 }
@@ -235,7 +238,10 @@ function drawChart(canvas, points, lines, fmt) {
   let maxV = 0;
   for (const p of points) for (const [, f] of lines) if (p[f] != null) maxV = Math.max(maxV, p[f]);
   if (maxV === 0) maxV = 1;
-  const now = Date.now(), span = 5 * 60 * 1000;
+  // The last five minutes, or since the first reading when that is less.
+  const now = Date.now();
+  const first = points.length ? points[0].t - 3000 : now - 60000;
+  const span = Math.min(5 * 60 * 1000, Math.max(60000, now - first));
   const x = (t) => left + (w - left - right) * (1 - (now - t) / span);
   const y = (v) => top + (h - top - bottom) * (1 - v / maxV);
   g.strokeStyle = '#e0e0dc'; g.fillStyle = '#6b6f76'; g.font = '11px system-ui, sans-serif'; g.lineWidth = 1;
@@ -244,7 +250,11 @@ function drawChart(canvas, points, lines, fmt) {
     g.beginPath(); g.moveTo(left, yy); g.lineTo(w - right, yy); g.stroke();
     g.fillText(fmt(v), 2, yy + 4);
   }
-  for (let m = 0; m <= 5; m++) g.fillText(m === 0 ? 'now' : '-' + m + 'm', x(now - m * 60000) - 10, h - 4);
+  const tick = span > 120000 ? 60000 : 15000;
+  for (let m = 0; m * tick <= span; m++) {
+    const label = m === 0 ? 'now' : '-' + (tick === 60000 ? m + 'm' : (m * 15) + 's');
+    g.fillText(label, Math.max(left - 10, x(now - m * tick) - (m === 0 ? 22 : 10)), h - 4);
+  }
   for (const [, f, color] of lines) {
     g.strokeStyle = color; g.lineWidth = 1.6; g.beginPath();
     let drawing = false;
@@ -259,9 +269,10 @@ function drawChart(canvas, points, lines, fmt) {
 
 let series = [];
 async function fetchSeries() {
-  $('chart-lock').textContent = state.lock ? state.lock : 'all locks';
+  const lock = $('chart-all').checked ? '' : state.lock;
+  $('chart-lock').textContent = lock || 'all locks';
   try {
-    const res = await fetch('api/series?' + new URLSearchParams({ lock: state.lock }));
+    const res = await fetch('api/series?' + new URLSearchParams({ lock }));
     if (!res.ok) return;
     series = (await res.json()).points;
     drawCharts();
@@ -309,6 +320,7 @@ $('key-filter').addEventListener('input', () => {
 $('keys-prev').addEventListener('click', () => { state.keyOffset = Math.max(0, state.keyOffset - state.keyLimit); fetchKeys(); });
 $('keys-next').addEventListener('click', () => { state.keyOffset += state.keyLimit; fetchKeys(); });
 $('feed-only').addEventListener('change', renderFeedFilter);
+$('chart-all').addEventListener('change', fetchSeries);
 legend('legend-rates', rateLines);
 legend('legend-times', timeLines);
 setInterval(renderKeys, 250);       // the ttl bars run down between readings

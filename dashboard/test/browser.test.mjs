@@ -180,12 +180,14 @@ async function loaded(file) {
   const owners = ['billing-7', 'billing-8', 'etl-2', 'etl-3', 'api-1', 'api-2', 'api-3', 'cron-1'];
   const browser = await openBrowser();
   try {
-    // A few hundred held keys.
+    // A few hundred held keys, sent in one pipeline.
+    const seeds = [];
     for (let i = 0; i < 320; i++) {
-      await c.do('LOCK.HOLD', 'summaries', 'chat-' + (1000 + i * 7), rid(), 'OWNER', owners[i % owners.length] + ':' + (4000 + i % 50),
-        'TTL', 20000 + (i * 997) % 40000);
+      seeds.push(c.do('LOCK.HOLD', 'summaries', 'chat-' + (1000 + i * 7), rid(), 'OWNER', owners[i % owners.length] + ':' + (4000 + i % 50),
+        'TTL', 40000 + (i * 9973) % 260000));
     }
-    for (let i = 0; i < 40; i++) await c.do('LOCK.HOLD', 'invoices', 'inv-' + (500 + i), rid(), 'OWNER', 'billing-' + (i % 3), 'TTL', 60000);
+    for (let i = 0; i < 40; i++) seeds.push(c.do('LOCK.HOLD', 'invoices', 'inv-' + (500 + i), rid(), 'OWNER', 'billing-' + (i % 3), 'TTL', 120000));
+    await Promise.all(seeds);
     // A semaphore, full, with callers waiting in line; a deploy lock with waiters.
     for (let i = 0; i < 5; i++) await c.do('LOCK.HOLD', 'llm-calls', 'openai', rid(), 'LIMIT', 5, 'OWNER', 'agent-' + i, 'TTL', 60000);
     await c.do('LOCK.HOLD', 'deploy', 'prod', rid(), 'OWNER', 'ci-runner-12', 'TTL', 60000);
@@ -199,13 +201,13 @@ async function loaded(file) {
     }
     // A loss: a holder that stopped renewing learns it lost the lease.
     const short = await c.do('LOCK.HOLD', 'reports', 'weekly', rid(), 'OWNER', 'reporter-1', 'TTL', 1000);
-    const browserPage = await browser.newPage({ viewport: { width: 1440, height: 1500 } });
+    const browserPage = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     await browserPage.goto(`http://${srv.http}/?lock=summaries`);
     await sleep(1500);
     const lost = await c.do('LOCK.RENEW', short[0]);
     if (!(lost instanceof Error)) fail('the renewal after the ttl was not LOST: ' + lost);
     // Churn for the charts: short holds, some released, some left to expire.
-    const end = Date.now() + 25000;
+    const end = Date.now() + 30000;
     let n = 0;
     while (Date.now() < end) {
       const g = await c.do('LOCK.HOLD', 'jobs', 'job-' + (n % 40), rid(), 'OWNER', 'worker-' + (n % 6), 'TTL', 1000, 'WAIT', 0);
@@ -216,6 +218,7 @@ async function loaded(file) {
       await sleep(40);
     }
     await browserPage.locator('#keys tbody tr').first().waitFor({ timeout: 5000 });
+    await browserPage.locator('#chart-all').check();
     await sleep(3500);
     await browserPage.screenshot({ path: file, fullPage: true });
     console.log('ok: ' + file);
