@@ -304,20 +304,28 @@ func (d *Dashboard) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Keys of a lock: walked whole on the server at most once a second per
-// lock, then filtered, sorted and paged for each request.
+// Keys of a lock: walked whole on the server, then filtered, sorted and
+// paged for each request. A walk is reused for keysFresh, or for
+// freshFactor times what it cost when that is longer, so that watching a
+// lock of 100,000 keys costs the server a few percent of a CPU, and a small
+// lock is read afresh at every request; an order once sorted (by column,
+// direction and filter) is reused with its walk.
 const (
-	keysFresh      = time.Second
+	keysFresh      = 200 * time.Millisecond
+	freshFactor    = 20
 	maxKeysWalked  = 200000
 	maxCachedLocks = 16
+	maxOrders      = 8
 	walkStep       = 512
 )
 
 type keySnapshot struct {
+	mu        sync.Mutex // guards everything below; one walk at a time per lock
 	at        time.Time
+	cost      time.Duration
 	entries   []lockmod.ListEntry
 	truncated bool
-	mu        sync.Mutex // one walk at a time per lock
+	orders    map[string][]int32 // "sort desc filter" -> indexes into entries
 }
 
 // Key is one held or waited-for key as the page shows it: the newest live
@@ -335,7 +343,10 @@ type Key struct {
 	InProcess bool   `json:"in_process,omitempty"`
 }
 
-func (d *Dashboard) snapshot(lock string) *keySnapshot {
+// page is a page of lock's keys: those whose key or owner holds filter
+// (lower case), sorted by column, from offset; and how many there are, how
+// many match, and whether the walk stopped at maxKeysWalked.
+func (d *Dashboard) page(lock, filter, column string, desc bool, offset, limit int) (page []lockmod.ListEntry, total, matched int, truncated bool) {
 	d.keysMu.Lock()
 	ks := d.keys[lock]
 	if ks == nil {
@@ -349,27 +360,81 @@ func (d *Dashboard) snapshot(lock string) *keySnapshot {
 		d.keys[lock] = ks
 	}
 	d.keysMu.Unlock()
+
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
-	if time.Since(ks.at) < keysFresh {
-		return ks
-	}
-	var all []lockmod.ListEntry
-	truncated := false
-	for cursor := uint64(0); ; {
-		next, entries := d.src.ListLock(lock, cursor, walkStep)
-		all = append(all, entries...)
-		if next == 0 {
-			break
+	if time.Since(ks.at) >= max(keysFresh, freshFactor*ks.cost) {
+		start := time.Now()
+		var all []lockmod.ListEntry
+		truncated := false
+		for cursor := uint64(0); ; {
+			next, entries := d.src.ListLock(lock, cursor, walkStep)
+			all = append(all, entries...)
+			if next == 0 {
+				break
+			}
+			if len(all) >= maxKeysWalked {
+				truncated = true
+				break
+			}
+			cursor = next
 		}
-		if len(all) >= maxKeysWalked {
-			truncated = true
-			break
-		}
-		cursor = next
+		ks.entries, ks.truncated, ks.orders = all, truncated, map[string][]int32{}
+		ks.at = time.Now()
+		ks.cost = ks.at.Sub(start)
 	}
-	ks.entries, ks.truncated, ks.at = all, truncated, time.Now()
-	return ks
+	name := column + " " + strconv.FormatBool(desc) + " " + filter
+	order, ok := ks.orders[name]
+	if !ok {
+		start := time.Now()
+		order = sortedKeys(ks.entries, filter, column, desc)
+		if len(ks.orders) >= maxOrders {
+			clear(ks.orders)
+		}
+		ks.orders[name] = order
+		ks.cost += time.Since(start)
+	}
+	offset = min(offset, len(order))
+	for _, i := range order[offset:min(len(order), offset+limit)] {
+		page = append(page, ks.entries[i])
+	}
+	return page, len(ks.entries), len(order), ks.truncated
+}
+
+// byColumn orders two keys by a column of the page.
+var byColumn = map[string]func(a, b *lockmod.ListEntry) int{
+	"key":     func(a, b *lockmod.ListEntry) int { return strings.Compare(a.Key, b.Key) },
+	"owner":   func(a, b *lockmod.ListEntry) int { return strings.Compare(a.Owner, b.Owner) },
+	"fence":   func(a, b *lockmod.ListEntry) int { return cmp.Compare(a.Fence, b.Fence) },
+	"ttl":     func(a, b *lockmod.ListEntry) int { return cmp.Compare(a.TTL, b.TTL) },
+	"held":    func(a, b *lockmod.ListEntry) int { return cmp.Compare(a.Held, b.Held) },
+	"holders": func(a, b *lockmod.ListEntry) int { return cmp.Compare(a.Holders, b.Holders) },
+	"waiters": func(a, b *lockmod.ListEntry) int { return cmp.Compare(a.Waiters, b.Waiters) },
+}
+
+// sortedKeys is the indexes of the entries that match filter, in column's
+// order (then the key's: a total order, as keys are unique).
+func sortedKeys(entries []lockmod.ListEntry, filter, column string, desc bool) []int32 {
+	order := make([]int32, 0, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		if filter == "" || strings.Contains(strings.ToLower(e.Key), filter) || strings.Contains(strings.ToLower(e.Owner), filter) {
+			order = append(order, int32(i))
+		}
+	}
+	less := byColumn[column]
+	if less == nil {
+		less = byColumn["key"]
+	}
+	slices.SortFunc(order, func(i, j int32) int {
+		a, b := &entries[i], &entries[j]
+		c := cmp.Or(less(a, b), strings.Compare(a.Key, b.Key))
+		if desc {
+			return -c
+		}
+		return c
+	})
+	return order
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
@@ -384,43 +449,9 @@ func (d *Dashboard) serveKeys(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"lock": lock, "total": 0, "matched": 0, "keys": []Key{}})
 		return
 	}
-	// The lock's keys are read whole once a second at most, then copied
-	// out under the snapshot's mutex.
-	ks := d.snapshot(lock)
-	ks.mu.Lock()
-	entries, truncated := ks.entries, ks.truncated
-	ks.mu.Unlock()
-	filter := strings.ToLower(q.Get("q"))
-	matched := make([]lockmod.ListEntry, 0, len(entries))
-	for _, e := range entries {
-		if filter == "" || strings.Contains(strings.ToLower(e.Key), filter) || strings.Contains(strings.ToLower(e.Owner), filter) {
-			matched = append(matched, e)
-		}
-	}
-	by := map[string]func(a, b lockmod.ListEntry) int{
-		"key":     func(a, b lockmod.ListEntry) int { return strings.Compare(a.Key, b.Key) },
-		"owner":   func(a, b lockmod.ListEntry) int { return strings.Compare(a.Owner, b.Owner) },
-		"fence":   func(a, b lockmod.ListEntry) int { return cmp.Compare(a.Fence, b.Fence) },
-		"ttl":     func(a, b lockmod.ListEntry) int { return cmp.Compare(a.TTL, b.TTL) },
-		"held":    func(a, b lockmod.ListEntry) int { return cmp.Compare(a.Held, b.Held) },
-		"holders": func(a, b lockmod.ListEntry) int { return cmp.Compare(a.Holders, b.Holders) },
-		"waiters": func(a, b lockmod.ListEntry) int { return cmp.Compare(a.Waiters, b.Waiters) },
-	}
-	less := by[q.Get("sort")]
-	if less == nil {
-		less = by["key"]
-	}
-	desc := q.Get("desc") == "1"
-	slices.SortStableFunc(matched, func(a, b lockmod.ListEntry) int {
-		c := cmp.Or(less(a, b), strings.Compare(a.Key, b.Key))
-		if desc {
-			return -c
-		}
-		return c
-	})
-	offset := intParam(q.Get("offset"), 0, 0, len(matched))
-	limit := intParam(q.Get("limit"), 100, 1, 1000)
-	page := matched[offset:min(len(matched), offset+limit)]
+	page, total, matched, truncated := d.page(lock, strings.ToLower(q.Get("q")), q.Get("sort"), q.Get("desc") == "1",
+		intParam(q.Get("offset"), 0, 0, maxKeysWalked), intParam(q.Get("limit"), 100, 1, 1000))
+	offset := intParam(q.Get("offset"), 0, 0, maxKeysWalked)
 	out := make([]Key, len(page))
 	for i, e := range page {
 		k := Key{Key: e.Key, Owner: e.Owner, TTLMs: -1, HeldMs: ms(e.Held), Holders: e.Holders, Limit: e.Limit,
@@ -433,6 +464,6 @@ func (d *Dashboard) serveKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		out[i] = k
 	}
-	writeJSON(w, map[string]any{"lock": lock, "total": len(entries), "matched": len(matched), "offset": offset,
+	writeJSON(w, map[string]any{"lock": lock, "total": total, "matched": matched, "offset": min(offset, matched),
 		"truncated": truncated, "keys": out})
 }
