@@ -38,6 +38,11 @@ type Dashboard struct {
 
 	keysMu sync.Mutex
 	keys   map[string]*keySnapshot // by lock, at most maxCachedLocks
+
+	// The summary is made once per summaryEvery at most, whoever asks:
+	// every open page gets the same.
+	summaryMu   sync.Mutex
+	lastSummary Summary
 }
 
 // New makes the dashboard of src and starts its sampler.
@@ -135,6 +140,16 @@ type Summary struct {
 }
 
 func (d *Dashboard) summary() Summary {
+	d.summaryMu.Lock()
+	defer d.summaryMu.Unlock()
+	if time.Since(time.UnixMilli(d.lastSummary.At)) < summaryEvery-100*time.Millisecond {
+		return d.lastSummary
+	}
+	d.lastSummary = d.makeSummary()
+	return d.lastSummary
+}
+
+func (d *Dashboard) makeSummary() Summary {
 	n := d.src.Node()
 	s := Summary{At: time.Now().UnixMilli(), Locks: []LockRow{}, Node: Node{Role: n.Role, Epoch: n.Epoch, Leases: n.Leases, Waiters: n.Waiters,
 		Keys: n.Keys, UptimeS: int64(n.Uptime.Seconds()), Version: n.Version, Self: n.Self, Leader: n.Leader, LeaderAt: n.LeaderAt}}

@@ -223,7 +223,8 @@ func TestMetricsConnectionsByRole(t *testing.T) {
 	if err := worker.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	m := scrape(t, url)
+	// With users, /metrics asks for a user's password (SPEC §14).
+	m := scrape(t, strings.Replace(url, "http://", "http://worker:w-pass@", 1))
 	for role, want := range map[string]float64{"none": 1, "read": 0, "write": 1, "admin": 0} {
 		if got := m[`tenure_connections{role="`+role+`"}`]; got != want {
 			t.Errorf("role %s: %v connections, want %v", role, got, want)
