@@ -104,6 +104,8 @@ type keyspace struct {
 	wg          sync.WaitGroup
 
 	generation atomic.Uint64 // the last collection generation handed out (storage_reclaim.go)
+
+	keyHook atomic.Pointer[KeyHook] // SetKeyHook's (notify.go)
 }
 
 // Open opens (creating if needed) the store in dir, upgrades an older

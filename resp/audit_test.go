@@ -35,7 +35,7 @@ func eventFields(t *testing.T, v any) map[string]any {
 	return out
 }
 
-func TestLockEvents(t *testing.T) {
+func TestLockEventsCommand(t *testing.T) {
 	s := resptest.Start(t, tenure.Options{})
 	bg := context.Background()
 	for _, proto := range []int{2, 3} {
@@ -97,7 +97,7 @@ func TestLockEvents(t *testing.T) {
 
 // The audit keeps the last --audit-events events; a negative number keeps
 // none.
-func TestLockEventsKeepsTheLastN(t *testing.T) {
+func TestLockEventsCommandKeepsTheLastN(t *testing.T) {
 	bg := context.Background()
 	s := resptest.Start(t, tenure.Options{AuditEvents: 3})
 	c := s.Client()

@@ -35,6 +35,7 @@ func cmdSetBit(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyString, "setbit", args[1])
 	c.out.Int(int64(old))
 }
 
@@ -164,6 +165,9 @@ func cmdBitOp(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if n > 0 {
+		c.notify(notifyString, "set", args[2])
 	}
 	c.out.Int(n)
 }

@@ -88,6 +88,7 @@ type Server struct {
 	stats   serverStats
 	metrics *metrics
 	scripts scripts    // resp/scripting.go
+	pubsub  pubsub     // resp/pubsub.go, resp/notify.go
 	audit   *auditRing // resp/audit.go; nil when off
 }
 
@@ -139,6 +140,7 @@ func New(cfg Config, b Backends) *Server {
 	}
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.scripts.init()
+	s.pubsub.init()
 	return s
 }
 

@@ -222,10 +222,13 @@ var (
 	descEpoch       = prometheus.NewDesc("tenure_epoch", "The epoch this open of the store made durable (SPEC §2): fence >> 32.", nil, nil)
 	descKeys        = prometheus.NewDesc("tenure_keys", "Keys in the keyspace (expired ones not yet swept included, as DBSIZE).", nil, nil)
 	descDiskBytes   = prometheus.NewDesc("tenure_disk_bytes", "Bytes of the store's files on disk.", nil, nil)
+	descPubSubCut   = prometheus.NewDesc("tenure_pubsub_output_limit_disconnects_total", "Subscribers disconnected for passing client-output-buffer-limit pubsub.", nil, nil)
+	descPubSubChans = prometheus.NewDesc("tenure_pubsub_channels", "Channels, patterns and shard channels with a subscriber, by kind.", []string{"kind"}, nil)
 )
 
 func (sc *serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnections, descBlocked, descEpoch, descKeys, descDiskBytes} {
+	for _, d := range []*prometheus.Desc{descConnections, descBlocked, descEpoch, descKeys, descDiskBytes,
+		descPubSubCut, descPubSubChans} {
 		ch <- d
 	}
 }
@@ -252,6 +255,12 @@ func (sc *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ks := s.store.Stats()
 	gauge(descKeys, float64(ks.Keys))
 	gauge(descDiskBytes, float64(ks.DiskUsage))
+
+	ch <- prometheus.MustNewConstMetric(descPubSubCut, prometheus.CounterValue, float64(s.pubsub.cut.Load()))
+	channels, patterns, shard := s.pubsub.stats()
+	for kind, n := range map[string]int{"channel": channels, "pattern": patterns, "shard": shard} {
+		ch <- prometheus.MustNewConstMetric(descPubSubChans, prometheus.GaugeValue, float64(n), kind)
+	}
 }
 
 // ServeMetrics serves this server's Prometheus metrics over HTTP at

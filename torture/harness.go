@@ -170,6 +170,14 @@ func Run(cfg Config) (*Report, error) {
 			w.run(ctx)
 		}()
 	}
+	if cfg.Cluster == 0 {
+		// (f): a subscriber of lock events beside the holders.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.watchLockEvents(ctx)
+		}()
+	}
 	for i := range cfg.Procs {
 		c, err := h.startChild(clientConfig{
 			ID: fmt.Sprintf("p%d", i), Addrs: addrs, Nodes: h.nodeAddrs, Keys: h.keys, TTL: cfg.TTL,
