@@ -460,13 +460,15 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 func (d *Dashboard) serveKeys(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	lock := q.Get("lock")
-	if lock == "" || lock == resp.OtherLock {
+	if lock == "" {
 		writeJSON(w, map[string]any{"lock": lock, "total": 0, "matched": 0, "keys": []Key{}})
 		return
 	}
-	page, total, matched, truncated := d.page(lock, strings.ToLower(q.Get("q")), q.Get("sort"), q.Get("desc") == "1",
-		intParam(q.Get("offset"), 0, 0, maxKeysWalked), intParam(q.Get("limit"), 100, 1, 1000))
+	// _other is no lock but the names past the cap: it lists the keys of a
+	// lock that is named so, if any.
 	offset := intParam(q.Get("offset"), 0, 0, maxKeysWalked)
+	page, total, matched, truncated := d.page(lock, strings.ToLower(q.Get("q")), q.Get("sort"), q.Get("desc") == "1",
+		offset, intParam(q.Get("limit"), 100, 1, 1000))
 	out := make([]Key, len(page))
 	for i, e := range page {
 		k := Key{Key: e.Key, Owner: e.Owner, TTLMs: -1, HeldMs: ms(e.Held), Holders: e.Holders, Limit: e.Limit,
