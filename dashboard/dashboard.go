@@ -23,6 +23,8 @@ var static embed.FS
 type Source interface {
 	LockStats() []resp.LockStats
 	ListLock(lock string, cursor uint64, count int) (uint64, []lockmod.ListEntry)
+	KeyHolders(lock, key string) []lockmod.Holder
+	KeyLine(lock, key string) []lockmod.Waiter
 	EventsSince(seq uint64, n int) ([]resp.AuditEvent, uint64)
 	Node() resp.NodeStatus
 }
@@ -58,6 +60,7 @@ func New(src Source) *Dashboard {
 	})
 	d.mux.HandleFunc("GET /api/summary", d.serveSummary)
 	d.mux.HandleFunc("GET /api/keys", d.serveKeys)
+	d.mux.HandleFunc("GET /api/key", d.serveKey)
 	d.mux.HandleFunc("GET /api/series", d.serveSeries)
 	d.mux.HandleFunc("GET /api/events", d.serveEvents)
 	d.mux.HandleFunc("GET /api/stream", d.serveStream)
@@ -483,4 +486,46 @@ func (d *Dashboard) serveKeys(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, map[string]any{"lock": lock, "total": total, "matched": matched, "offset": min(offset, matched),
 		"truncated": truncated, "keys": out})
+}
+
+// Holder is a live lease of a key as the page shows it. Never a lease id.
+type Holder struct {
+	Fence     string `json:"fence"`
+	Owner     string `json:"owner"`
+	TTLMs     int64  `json:"ttl_ms"` // -1: held in process
+	HeldMs    int64  `json:"held_ms"`
+	MaxHoldMs int64  `json:"maxhold_ms"` // -1: no MAXHOLD
+	Shared    bool   `json:"shared,omitempty"`
+}
+
+// Waiter is a place in a key's line: who waits, and how long.
+type Waiter struct {
+	Owner     string `json:"owner"`
+	WaitedMs  int64  `json:"waited_ms"`
+	Shared    bool   `json:"shared,omitempty"`
+	Lingering bool   `json:"lingering,omitempty"`
+}
+
+// serveKey is one key's holders, oldest first, and its line, first first:
+// who holds it, since when, and who waits.
+func (d *Dashboard) serveKey(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	lock, key := q.Get("lock"), q.Get("key")
+	holders, line := []Holder{}, []Waiter{}
+	if lock != "" && key != "" {
+		for _, h := range d.src.KeyHolders(lock, key) {
+			ho := Holder{Fence: strconv.FormatUint(h.Fence, 10), Owner: h.Owner, TTLMs: -1, HeldMs: ms(h.Held), MaxHoldMs: -1, Shared: h.Shared}
+			if !h.InProcess {
+				ho.TTLMs = ms(h.TTL)
+			}
+			if h.MaxHold > 0 {
+				ho.MaxHoldMs = ms(h.MaxHold)
+			}
+			holders = append(holders, ho)
+		}
+		for _, wt := range d.src.KeyLine(lock, key) {
+			line = append(line, Waiter{Owner: wt.Owner, WaitedMs: ms(wt.Waited), Shared: wt.Shared, Lingering: wt.Lingering})
+		}
+	}
+	writeJSON(w, map[string]any{"lock": lock, "key": key, "holders": holders, "line": line})
 }

@@ -119,13 +119,13 @@ func TestDashboardNeverShowsALeaseID(t *testing.T) {
 	}
 	sem, _ := c.Do(bg, "LOCK.HOLD", "llm", "openai", "s1", "LIMIT", 3, "OWNER", "caller-1").Slice()
 	ids = append(ids, sem[0].(string))
-	c.Do(bg, "LOCK.HOLD", "jobs", "key-0", "waiter", "WAIT", 1) // a lingering waiter
+	c.Do(bg, "LOCK.HOLD", "jobs", "key-0", "waiter", "WAIT", 1, "OWNER", "patient-1") // a lingering waiter
 	c.Do(bg, "LOCK.REVOKE", "jobs", "key-4")
 	c.Do(bg, "LOCK.RENEW", ids[4]) // LOST revoked by admin
 
 	seen := map[string]string{}
 	for _, path := range []string{"/", "/static/app.js", "/static/style.css", "/api/summary", "/api/keys?lock=jobs",
-		"/api/keys?lock=llm", "/api/events", "/api/events?lock=jobs", "/api/series", "/api/series?lock=jobs"} {
+		"/api/keys?lock=llm", "/api/key?lock=jobs&key=key-0", "/api/key?lock=llm&key=openai", "/api/events", "/api/events?lock=jobs", "/api/series", "/api/series?lock=jobs"} {
 		code, body := get(t, http.DefaultClient, url+path)
 		if code != 200 {
 			t.Fatalf("%s: %d %s", path, code, body)
@@ -161,10 +161,13 @@ func TestDashboardNeverShowsALeaseID(t *testing.T) {
 	for what, want := range map[string][]string{
 		"/api/keys?lock=jobs": {`"key":"key-0"`, `"owner":"worker-0"`, `"waiters":1`, `"holders":1`, `"lease_ttl_ms":60000`},
 		"/api/keys?lock=llm":  {`"owner":"caller-1"`, `"limit":3`},
-		"/api/summary":        {`"lock":"jobs"`, `"lock":"llm"`, `"role":"single"`, `"epoch":1`, `"lost":1`, `"revoked":1`},
-		"/api/events":         {`"event":"granted"`, `"event":"revoked"`, `"event":"lost"`, `"reason":"revoked by admin"`},
-		"stream":              {"event: lock", `"event":"released"`, `"key":"key-1"`, "event: summary"},
-		"/":                   {`<script src="static/app.js">`},
+		// Who holds a key, and who waits for it (SPEC §14).
+		"/api/key?lock=jobs&key=key-0": {`"holders":[{"fence":"`, `"owner":"worker-0"`, `"line":[{"owner":"patient-1"`, `"lingering":true`},
+		"/api/key?lock=llm&key=openai": {`"owner":"caller-1"`, `"line":[]`},
+		"/api/summary":                 {`"lock":"jobs"`, `"lock":"llm"`, `"role":"single"`, `"epoch":1`, `"lost":1`, `"revoked":1`},
+		"/api/events":                  {`"event":"granted"`, `"event":"revoked"`, `"event":"lost"`, `"reason":"revoked by admin"`},
+		"stream":                       {"event: lock", `"event":"released"`, `"key":"key-1"`, "event: summary"},
+		"/":                            {`<script src="static/app.js">`},
 	} {
 		for _, w := range want {
 			if !strings.Contains(seen[what], w) {

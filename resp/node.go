@@ -7,13 +7,19 @@ import (
 )
 
 // What the dashboard (package dashboard, SPEC §14) reads of a server,
-// besides LockStats, Events and EventsSince: the keys of a lock and the
-// node's place in its cluster. Never a lease id.
+// besides LockStats, Events and EventsSince: the keys of a lock, a key's
+// holders and line, and the node's place in its cluster. Never a lease id.
 
 // ListLock walks the held and waited-for keys of lock, as LOCK.LIST does.
 func (s *Server) ListLock(lock string, cursor uint64, count int) (next uint64, entries []lockmod.ListEntry) {
 	return s.locks.List(lock, cursor, count)
 }
+
+// KeyHolders lists every live lease of (lock, key), as LOCK.HOLDERS does.
+func (s *Server) KeyHolders(lock, key string) []lockmod.Holder { return s.locks.Holders(lock, key) }
+
+// KeyLine lists who waits in line for (lock, key), first first.
+func (s *Server) KeyLine(lock, key string) []lockmod.Waiter { return s.locks.Line(lock, key) }
 
 // NodeStatus is this node as the dashboard shows it.
 type NodeStatus struct {

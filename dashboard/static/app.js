@@ -18,6 +18,8 @@ const state = {
   keys: null,          // the last page of keys
   keysAt: 0,           // when it arrived (ms)
   keysTimer: 0,
+  openKey: null,       // the key whose holders and line are shown
+  keyDetail: null,     // api/key's answer for it
   feedMax: 300,
 };
 
@@ -111,7 +113,9 @@ function renderLocks() {
       el('td', { class: 'num' + (r.lost > 0 ? ' warn' : '') }, fmtNum(r.lost)),
       el('td', { class: 'num' }, fmtPercentile(r.hold_p99, s.hold_first_bound)),
       el('td', { class: 'num' }, fmtPercentile(r.wait_p99, s.wait_first_bound)));
-    tr.addEventListener('click', () => chooseLock(r.lock));
+    // On mousedown: the table is built again every second, and a click
+    // whose press and release fall on two builds would be lost.
+    tr.addEventListener('mousedown', () => chooseLock(r.lock));
     return tr;
   }));
   markSort($('locks'), state.lockSort);
@@ -124,6 +128,7 @@ function chooseLock(lock) {
   if (lock === state.lock) return;
   state.lock = lock;
   state.keyOffset = 0;
+  state.openKey = null;
   const url = new URL(location.href);
   url.searchParams.set('lock', lock);
   history.replaceState(null, '', url);
@@ -148,8 +153,45 @@ async function fetchKeys() {
     if (page.lock !== state.lock) return;
     state.keys = page;
     state.keysAt = Date.now();
+    if (state.openKey != null) await fetchKeyDetail();
     renderKeys();
   } catch (e) { /* the next beat tries again */ }
+}
+
+async function fetchKeyDetail() {
+  const key = state.openKey;
+  try {
+    const res = await fetch('api/key?' + new URLSearchParams({ lock: state.lock, key }));
+    if (res.ok && key === state.openKey) {
+      state.keyDetail = await res.json();
+      state.detailAt = Date.now();
+    }
+  } catch (e) { /* next time */ }
+}
+
+function toggleKey(key) {
+  state.openKey = state.openKey === key ? null : key;
+  state.keyDetail = null;
+  if (state.openKey != null) fetchKeyDetail().then(renderKeys);
+  renderKeys();
+}
+
+// detailRow is who holds the open key and who waits for it.
+function detailRow() {
+  const d = state.keyDetail;
+  const elapsed = Date.now() - (state.detailAt || 0);
+  const td = el('td', { colspan: '7' });
+  if (!d) { td.append('…'); return el('tr', { class: 'detail' }, td); }
+  const holders = el('div', {}, el('b', {}, 'held by '),
+    ...(d.holders.length ? d.holders.map((h, i) => el('span', { class: 'who' }, (i ? ', ' : '') + (h.owner || '(no owner)') +
+      ' — fence ' + h.fence + ', held ' + fmtDuration(h.held_ms + elapsed) +
+      (h.ttl_ms >= 0 ? ', ttl ' + fmtDuration(Math.max(0, h.ttl_ms - elapsed)) : ', in process') +
+      (h.maxhold_ms >= 0 ? ', maxhold in ' + fmtDuration(Math.max(0, h.maxhold_ms - elapsed)) : '') + (h.shared ? ', shared' : ''))) : ['nobody']));
+  const line = el('div', {}, el('b', {}, 'waiting '),
+    ...(d.line.length ? d.line.map((w, i) => el('span', { class: 'who' + (w.lingering ? ' muted' : '') }, (i ? ', ' : '') + (i + 1) + '. ' +
+      (w.owner || '(no owner)') + ' for ' + fmtDuration(w.waited_ms + elapsed) + (w.shared ? ', shared' : '') + (w.lingering ? ' (lingering)' : ''))) : ['nobody']));
+  td.append(holders, line);
+  return el('tr', { class: 'detail' }, td);
 }
 
 let keysSoon = 0;
@@ -158,14 +200,33 @@ function fetchKeysSoon() {
   keysSoon = setTimeout(() => { keysSoon = 0; fetchKeys(); }, 150);
 }
 
-function ttlCell(k, elapsed) {
+// ttlCell is the ttl bar of key k; its parts are kept in live, which
+// tickKeys runs down between readings without building the rows again (a
+// row built again under the pointer would swallow a click).
+function ttlCell(k, live) {
   if (k.ttl_ms < 0) return el('td', {}, k.in_process ? 'in process' : '—');
-  const left = Math.max(0, k.ttl_ms - elapsed);
-  const full = Math.max(k.lease_ttl_ms, k.ttl_ms, 1);
-  const frac = Math.min(1, left / full);
-  const fill = el('div', { class: 'fill' + (frac < 0.1 ? ' crit' : frac < 0.3 ? ' low' : '') });
-  fill.style.width = (frac * 100).toFixed(1) + '%';
-  return el('td', {}, el('div', { class: 'ttl' }, el('div', { class: 'track' }, fill), el('span', {}, fmtDuration(left))));
+  const fill = el('div', { class: 'fill' });
+  const text = el('span');
+  live.fill = fill;
+  live.text = text;
+  return el('td', {}, el('div', { class: 'ttl' }, el('div', { class: 'track' }, fill), text));
+}
+
+function tickKeys() {
+  const elapsed = Date.now() - state.keysAt;
+  for (const live of state.liveCells || []) {
+    const k = live.k;
+    if (live.fill) {
+      const left = Math.max(0, k.ttl_ms - elapsed);
+      const frac = Math.min(1, left / Math.max(k.lease_ttl_ms, k.ttl_ms, 1));
+      live.fill.style.width = (frac * 100).toFixed(1) + '%';
+      live.fill.className = 'fill' + (frac < 0.1 ? ' crit' : frac < 0.3 ? ' low' : '');
+      live.text.textContent = fmtDuration(left);
+    }
+    if (k.fence) live.held.textContent = fmtDuration(k.held_ms + elapsed);
+  }
+  const old = $('keys').querySelector('tr.detail');
+  if (old) old.replaceWith(detailRow());
 }
 
 function renderKeys() {
@@ -173,14 +234,25 @@ function renderKeys() {
   const body = $('keys').tBodies[0];
   if (!page) { body.replaceChildren(); return; }
   const elapsed = Date.now() - state.keysAt;
-  body.replaceChildren(...page.keys.map((k) => el('tr', { data: { key: k.key } },
-    el('td', { class: 'name', title: k.key }, k.key),
-    el('td', { class: 'name', title: k.owner }, k.owner || '—'),
-    el('td', { class: 'num' }, k.fence || '—'),
-    ttlCell(k, elapsed),
-    el('td', { class: 'num' }, k.fence ? fmtDuration(k.held_ms + elapsed) : '—'),
-    el('td', { class: 'num' }, k.holders + '/' + k.limit),
-    el('td', { class: 'num' + (k.waiters > 0 ? ' warn' : '') }, fmtNum(k.waiters)))));
+  const rows = [];
+  state.liveCells = [];
+  for (const k of page.keys) {
+    const live = { k, held: el('td', { class: 'num' }, '—') };
+    state.liveCells.push(live);
+    const tr = el('tr', { data: { key: k.key }, class: k.key === state.openKey ? 'open' : '', title: 'who holds it and who waits' },
+      el('td', { class: 'name', title: k.key }, k.key),
+      el('td', { class: 'name', title: k.owner }, k.owner || '—'),
+      el('td', { class: 'num' }, k.fence || '—'),
+      ttlCell(k, live),
+      live.held,
+      el('td', { class: 'num' }, k.holders + '/' + k.limit),
+      el('td', { class: 'num' + (k.waiters > 0 ? ' warn' : '') }, fmtNum(k.waiters)));
+    tr.addEventListener('click', () => toggleKey(k.key));
+    rows.push(tr);
+    if (k.key === state.openKey) rows.push(detailRow());
+  }
+  body.replaceChildren(...rows);
+  tickKeys();
   markSort($('keys'), state.keySort);
   const last = Math.min(page.offset + page.keys.length, page.matched);
   $('keys-count').textContent = page.matched === 0 ? 'no held or waited-for key' :
@@ -323,7 +395,7 @@ $('feed-only').addEventListener('change', renderFeedFilter);
 $('chart-all').addEventListener('change', fetchSeries);
 legend('legend-rates', rateLines);
 legend('legend-times', timeLines);
-setInterval(renderKeys, 250);       // the ttl bars run down between readings
+setInterval(tickKeys, 250);         // the ttl bars run down between readings
 setInterval(fetchSeries, 3000);
 window.addEventListener('resize', drawCharts);
 connect();

@@ -163,6 +163,25 @@ async function test() {
     if (await page.evaluate(() => window.__loaded) !== 'first load') fail('the page reloaded');
     if ((await page.content()).includes(leaseId)) fail('the page shows the lease id');
     await page.screenshot({ path: path.join(outDir, 'released.png'), fullPage: true });
+
+    // Who holds a key and who waits: a click on its row.
+    const first = await c.do('LOCK.HOLD', 'browser', 'job-43', rid(), 'OWNER', 'holder-' + owner, 'TTL', 30000);
+    const w = new Resp(srv.resp);
+    const waiting = w.do('LOCK.HOLD', 'browser', 'job-43', rid(), 'OWNER', 'waiter-' + owner, 'TTL', 30000, 'WAIT', 20000);
+    const row43 = page.locator('#keys tbody tr[data-key="job-43"]');
+    await row43.waitFor({ timeout: 5000 }).catch(() => fail('job-43 did not appear'));
+    await page.waitForFunction(() => document.querySelector('#keys tbody tr[data-key="job-43"]')?.cells[6]?.textContent === '1',
+      null, { timeout: 5000 }).catch(() => fail('job-43 shows no waiter'));
+    await row43.click();
+    const detail = page.locator('#keys tr.detail');
+    await detail.filter({ hasText: 'waiter-' + owner }).waitFor({ timeout: 5000 }).catch(() => fail('the key\'s line does not show its waiter'));
+    if (!(await detail.innerText()).includes('holder-' + owner)) fail('the key\'s detail does not show its holder');
+    await page.screenshot({ path: path.join(outDir, 'line.png'), fullPage: true });
+    await c.do('LOCK.RELEASE', first[0]);
+    const second = await waiting;
+    if (!Array.isArray(second)) fail('the waiter was not granted: ' + second);
+    await w.do('LOCK.RELEASE', second[0]);
+    w.close();
     if (errors.length) fail('errors on the page: ' + errors.join('; '));
     console.log(`ok: the key held by ${owner} appeared and went without a reload; screenshots in ${outDir}`);
   } finally {
