@@ -1,6 +1,6 @@
 // Package dashboard is tenure's live page of its locks (SPEC §14): every
 // lock with its held keys (owner, fence, ttl left, held for, holders and
-// limit, waiters), a feed of grants, releases, expiries, revocations and
+// limit, waiters; a key's holders and who waits in its line), a feed of grants, releases, expiries, revocations and
 // losses, per-lock rates and hold and wait percentiles over the last
 // minutes, and the node's role, epoch, leader and peers.
 //
