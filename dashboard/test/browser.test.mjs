@@ -210,6 +210,11 @@ async function loaded(file) {
     // A semaphore, full, with callers waiting in line; a deploy lock with waiters.
     for (let i = 0; i < 5; i++) await c.do('LOCK.HOLD', 'llm-calls', 'openai', rid(), 'LIMIT', 5, 'OWNER', 'agent-' + i, 'TTL', 60000);
     await c.do('LOCK.HOLD', 'deploy', 'prod', rid(), 'OWNER', 'ci-runner-12', 'TTL', 60000);
+    for (const who of ['billing-9:4100', 'etl-4:4200']) {
+      const w = new Resp(srv.resp);
+      waiting.push(w);
+      w.do('LOCK.HOLD', 'summaries', 'chat-1000', rid(), 'OWNER', who, 'WAIT', 120000);
+    }
     for (let i = 0; i < 4; i++) {
       const w = new Resp(srv.resp);
       waiting.push(w);
@@ -238,6 +243,8 @@ async function loaded(file) {
     }
     await browserPage.locator('#keys tbody tr').first().waitFor({ timeout: 5000 });
     await browserPage.locator('#chart-all').check();
+    await browserPage.locator('#keys tbody tr[data-key="chat-1000"]').click();
+    await browserPage.locator('#keys tr.detail', { hasText: 'etl-4:4200' }).waitFor({ timeout: 5000 });
     await sleep(3500);
     await browserPage.screenshot({ path: file, fullPage: true });
     console.log('ok: ' + file);
