@@ -8,7 +8,7 @@
 GO       ?= go
 FUZZTIME ?= 30s
 
-.PHONY: build run cluster test test-rust test-python test-python-debian test-python-venv python-apt test-ts sdks vet fuzz torture clean
+.PHONY: build run cluster test test-dashboard test-rust test-python test-python-debian test-python-venv python-apt test-ts sdks vet fuzz torture clean
 
 build:
 	$(GO) build -o bin/tenure ./cmd/tenure
@@ -182,3 +182,27 @@ bench:
 .PHONY: compat
 compat: build
 	bash compat/run.sh
+
+# The dashboard in a real browser (SPEC §14; dashboard/test): Debian's
+# chromium, installed with apt-get when missing (as root; never a browser
+# download), driven by playwright-core from npm (npm ci: its lockfile
+# pins it), against bin/tenure on loopback. Screenshots in
+# dashboard/test/out/.
+.PHONY: test-dashboard dashboard-deps dashboard-screenshot
+test-dashboard: build dashboard-deps
+	cd dashboard/test && TENURE_BIN=$(CURDIR)/bin/tenure node browser.test.mjs
+
+dashboard-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" -ne 0 ]; then \
+			echo "dashboard-deps: needs Debian's chromium; run as root or apt-get install chromium" >&2; exit 1; \
+		fi; \
+		echo "dashboard-deps: installing chromium"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	}
+	cd dashboard/test && npm ci --no-audit --no-fund --silent
+
+# docs/dashboard.png: a store with a few hundred keys, waiters and a loss.
+dashboard-screenshot: build dashboard-deps
+	cd dashboard/test && TENURE_BIN=$(CURDIR)/bin/tenure node browser.test.mjs --loaded $(CURDIR)/docs/dashboard.png

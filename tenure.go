@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenure-db/tenure/cluster"
+	"github.com/tenure-db/tenure/dashboard"
 	"github.com/tenure-db/tenure/kv"
 	"github.com/tenure-db/tenure/lockmod"
 	"github.com/tenure-db/tenure/resp"
@@ -49,6 +50,10 @@ type Options struct {
 	// and the process's own collectors excepted), beside the registry
 	// that ServeMetrics serves.
 	Metrics prometheus.Registerer
+	// AuditEvents is how many lock events the audit keeps in memory, for
+	// LOCK.EVENTS and the dashboard (--audit-events; SPEC §14):
+	// resp.DefaultAuditEvents when 0, none when negative.
+	AuditEvents int
 	// Cluster, when not nil, makes the store one node of a cluster that
 	// replicates it through Raft (SPEC §10; package cluster).
 	Cluster *ClusterOptions
@@ -143,14 +148,15 @@ func Open(dir string, o Options) (*DB, error) {
 		Observer: metrics.Observer(),
 	})
 	srv := resp.New(resp.Config{
-		Dir:        dir,
-		Fsync:      o.Fsync,
-		MaxClients: o.MaxClients,
-		Limits:     limits,
-		Logger:     o.Logger,
-		Users:      o.Users,
-		LogLevel:   o.LogLevel,
-		TLS:        o.TLS,
+		Dir:         dir,
+		Fsync:       o.Fsync,
+		MaxClients:  o.MaxClients,
+		Limits:      limits,
+		Logger:      o.Logger,
+		Users:       o.Users,
+		LogLevel:    o.LogLevel,
+		TLS:         o.TLS,
+		AuditEvents: o.AuditEvents,
 	}, resp.Backends{Store: store, Locks: locks, Metrics: metrics, Cluster: clusterOf(node)})
 	if o.Metrics != nil {
 		if err := metrics.Register(o.Metrics); err != nil {
@@ -202,6 +208,19 @@ func (db *DB) Serve(ln net.Listener) error {
 // until Close; then it returns ErrClosed.
 func (db *DB) ServeMetrics(ln net.Listener) error {
 	if err := db.srv.ServeMetrics(ln); !errors.Is(err, resp.ErrServerClosed) {
+		return err
+	}
+	return ErrClosed
+}
+
+// ServeHTTP serves on ln, until Close, the dashboard at / and the
+// Prometheus metrics at /metrics (SPEC §14: --http-addr), behind HTTP
+// basic auth with Options.Users and over TLS with Options.TLS; then it
+// returns ErrClosed.
+func (db *DB) ServeHTTP(ln net.Listener) error {
+	page := dashboard.New(db.srv)
+	defer page.Close()
+	if err := db.srv.ServeHTTP(ln, page); !errors.Is(err, resp.ErrServerClosed) {
 		return err
 	}
 	return ErrClosed

@@ -8,7 +8,7 @@ import (
 )
 
 // colors of the servers in the chart.
-var colors = map[string]string{"tenure": "#1f6fb4", "redis-aof": "#c0392b", "redis": "#e8938a", "etcd": "#419eda"}
+var colors = map[string]string{"tenure": "#1f6fb4", "redis-aof": "#c0392b", "redis": "#e8938a", "etcd": "#419eda", "tenure-dashboard": "#7fb3e0"}
 
 // chart draws the medians as an SVG: one row per scenario, its throughput
 // (or bytes per lease) on the left on a linear scale, its latency

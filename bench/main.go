@@ -192,7 +192,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	s := &settings{}
 	var (
 		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), watch, pubsub (= pubsub-1,pubsub-100,pubsub-1000), or 1-10")
-		targets  = fs.String("targets", "tenure,redis-aof,redis,etcd", "servers to run against: tenure, redis-aof, redis, etcd")
+		targets  = fs.String("targets", "tenure,redis-aof,redis,etcd", "servers to run against: tenure, redis-aof, redis, etcd, tenure-dashboard (tenure with its dashboard open)")
 		rounds   = fs.Int("rounds", 3, "rounds; each runs every scenario against every server once")
 		outDir   = fs.String("out", "bench/out", "`directory` for results.json, chart.svg and table.txt")
 		pin      = fs.String("pin", "auto", "CPUs for the servers (taskset -c LIST); auto: the upper half of this machine's CPUs; none: no pinning")
@@ -515,7 +515,7 @@ func pickTargets(spec string) ([]*target, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("-targets: unknown %q (want tenure, redis-aof, redis, etcd)", f)
+			return nil, fmt.Errorf("-targets: unknown %q (want tenure, redis-aof, redis, etcd, tenure-dashboard)", f)
 		}
 	}
 	return out, nil

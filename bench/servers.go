@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -23,7 +25,11 @@ type target struct {
 	Redis bool   // a redis-server (the SET NX PX recipe) rather than tenure
 	AOF   bool   // redis-server with appendonly yes, appendfsync everysec
 	Etcd  bool   // etcd-server, locks through concurrency.Mutex; lock scenarios only
-	About string // one line for the header
+	// Dashboard: tenure with --http-addr and its dashboard open for the
+	// whole run (an event stream read as a page reads it), for its cost
+	// (SPEC §14).
+	Dashboard bool
+	About     string // one line for the header
 }
 
 var allTargets = []*target{
@@ -31,6 +37,7 @@ var allTargets = []*target{
 	{Name: "redis-aof", Redis: true, AOF: true, About: "redis-server, appendonly yes, appendfsync everysec (the fair comparison)"},
 	{Name: "redis", Redis: true, About: "redis-server, persistence off (save \"\", appendonly no)"},
 	{Name: "etcd", Etcd: true, About: "etcd-server, one member, defaults (fsync on every commit); lock scenarios only"},
+	{Name: "tenure-dashboard", Dashboard: true, About: "tenure as above, with --http-addr and a dashboard open: its event stream (/api/stream) read for the whole run"},
 }
 
 // startOptions are what a scenario asks of the server it runs against.
@@ -57,6 +64,10 @@ type process struct {
 	logged chan struct{} // closed when all its output is in its log
 	err    error         // its Wait error, once exited is closed
 	ready  chan string   // tenure's address, from its ready line
+	// httpAddr is the dashboard's address (target.Dashboard); streamed
+	// counts the bytes its event stream sent.
+	httpAddr string
+	streamed atomic.Int64
 }
 
 // launcher starts servers: the tenure binary it built, redis-server from
@@ -81,7 +92,40 @@ func (l *launcher) start(ctx context.Context, t *target, opt startOptions) (*pro
 	if err := p.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	if t.Dashboard {
+		if err := p.openDashboard(ctx); err != nil {
+			p.stop()
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// openDashboard reads the dashboard's event stream, as an open page does,
+// until the server stops.
+func (p *process) openDashboard(ctx context.Context) error {
+	var res *http.Response
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if res, err = http.Get("http://" + p.httpAddr + "/api/stream"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the dashboard's event stream: %w", err)
+		}
+	}
+	go func() {
+		defer res.Body.Close()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := res.Body.Read(buf)
+			p.streamed.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return nil
 }
 
 // spawn launches a server for t in dir (a dir of an earlier server: it
@@ -133,6 +177,15 @@ func (l *launcher) spawn(t *target, opt startOptions, dir string) (*process, err
 		// Port 0: tenure logs the address it got, and we read it there.
 		argv = []string{l.tenureBin, "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, "data"),
 			"--fsync", fsync, "--max-clients", "19000"}
+		if t.Dashboard {
+			port, err := freePort()
+			if err != nil {
+				logf.Close()
+				return nil, err
+			}
+			p.httpAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+			argv = append(argv, "--http-addr", p.httpAddr)
+		}
 	}
 	if l.taskset != "" {
 		// taskset execs the server in place, so the pid stays the server's.

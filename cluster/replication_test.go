@@ -198,6 +198,7 @@ func representative(row string) (invocation, bool) {
 		"lock.list":    {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.LIST", "jobs"}},
 		"lock.watch":   {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.WATCH", "jobs", k}},
 		"lock.holders": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000", "LIMIT", "2", "OWNER", "w-1"}}, cmd: []any{"LOCK.HOLDERS", "jobs", k}},
+		"lock.events":  {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.EVENTS", "jobs", "COUNT", "5"}},
 		"lock.revoke":  {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.REVOKE", "jobs", k}, locks: true},
 	}
 	inv, ok := m[row]

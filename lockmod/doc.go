@@ -157,7 +157,10 @@
 //
 // Config.Observer hears of each grant (with the time the request waited)
 // and each end of a lease (with its reason and how long it was held), under
-// the Manager's lock; the server turns them into metrics and log lines.
+// the Manager's lock; the server turns them into metrics and log lines. An
+// Observer that is a CountObserver hears as well of renewals, of places
+// joining and leaving lines, and of everything dropped at once: what the
+// server's metrics by lock need (SPEC §14).
 // Lock events (events.go) are for feeds that come and go — pub/sub's
 // __lock@0__ channels, the dashboard, an audit ring: each EventSink added
 // with AddEventSink is told every grant, end, -LOST answer and new epoch

@@ -83,4 +83,7 @@ func (m *Manager) dropAll(err error) {
 	m.slab = slab{}
 	m.waiters = 0
 	m.live = 0
+	if m.counts != nil {
+		m.counts.AllDropped()
+	}
 }

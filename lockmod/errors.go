@@ -73,7 +73,12 @@ func (e *LimitError) Error() string {
 
 // LostError says why a lease is lost. Its Error is the reason alone, so that
 // resp can answer "-LOST " + err.Error().
-type LostError struct{ Reason string }
+type LostError struct {
+	Reason string
+	// Lock is the lock of the lease, "" when it is unknown: for metrics by
+	// lock (SPEC §14); never part of the reply.
+	Lock string
+}
 
 func (e *LostError) Error() string { return e.Reason }
 
@@ -100,5 +105,12 @@ var reasonText = [...]string{
 }
 
 func (r reason) lost() *LostError { return &LostError{Reason: reasonText[r]} }
+
+// lost is the *LostError of ended request r, naming its lock.
+func (r *request) lost() *LostError {
+	e := r.reason.lost()
+	e.Lock, _ = splitName(r.name())
+	return e
+}
 
 func unknownLease() *LostError { return &LostError{Reason: ReasonUnknownLease} }

@@ -134,7 +134,7 @@ func (m *Manager) lostAnswer(r *request, now instant) *LostError {
 	if len(m.sinks) != 0 {
 		m.emitLease(EventLost, r, r.reason, now)
 	}
-	return r.reason.lost()
+	return r.lost()
 }
 
 // emitEpoch tells the sinks that epoch began. The caller holds m.mu.

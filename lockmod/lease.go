@@ -46,6 +46,10 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 		m.contest(r)
 	}
 	m.stats.RenewalsTotal++
+	if m.counts != nil {
+		lock, _ := splitName(r.name())
+		m.counts.LeaseRenewed(lock)
+	}
 	return time.Duration(r.at - now), nil
 }
 

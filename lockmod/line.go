@@ -98,6 +98,10 @@ func (m *Manager) join(r *request, limit uint32) {
 	st.tail = r
 	st.n++
 	m.waiters++
+	if m.counts != nil {
+		lock, _ := splitName(name)
+		m.counts.LineChanged(lock, 1)
+	}
 }
 
 // leave takes r out of its line. The caller settles the key once it is
@@ -118,6 +122,10 @@ func (m *Manager) leave(r *request) {
 	p.prev, p.next = nil, nil
 	st.n--
 	m.waiters--
+	if m.counts != nil {
+		lock, _ := splitName(r.name())
+		m.counts.LineChanged(lock, -1)
+	}
 }
 
 // settle drops the keyState of the key named name once it needs none (no

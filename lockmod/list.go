@@ -15,6 +15,12 @@ type ListEntry struct {
 	InProcess bool
 	Holders   int    // live leases
 	Owner     string // the newest live lease's OWNER, "" if none (LOCK-16)
+	// Held is the time since the newest live lease's grant, 0 if free;
+	// LeaseTTL the ttl it was granted with (TTL is at most that, but after
+	// a RENEW … TTL); Limit the key's LIMIT, 1 when none (LOCK-15).
+	Held     time.Duration
+	LeaseTTL time.Duration
+	Limit    int
 }
 
 // DefaultListCount is how many keys a List step looks at when asked for
@@ -40,15 +46,15 @@ func (m *Manager) List(lock string, cursor uint64, count int) (next uint64, entr
 	entries = make([]ListEntry, 0, min(count, m.order.n))
 	next = m.order.walk(lock, cursor, count, func(name string) {
 		_, key := splitName(name)
-		e := ListEntry{Key: key}
+		e := ListEntry{Key: key, Limit: 1}
 		if r := m.holder(name); r != nil {
-			e.Fence, e.Owner, e.Holders = r.fence, r.owner(), 1
+			e.Fence, e.Owner, e.Holders, e.Held = r.fence, r.owner(), 1, time.Duration(now-r.grantedAt)
 			if e.InProcess = r.ending() != nil; !e.InProcess {
-				e.TTL = time.Duration(r.at - now)
+				e.TTL, e.LeaseTTL = time.Duration(r.at-now), r.ttl
 			}
 		}
 		if st := m.states[name]; st != nil {
-			e.Waiters, e.Holders = st.n, st.live
+			e.Waiters, e.Holders, e.Limit = st.n, st.live, int(st.limit)
 		}
 		entries = append(entries, e)
 	})

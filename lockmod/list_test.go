@@ -65,8 +65,8 @@ func TestListShowsHeldAndWaitedKeys(t *testing.T) {
 		got[e.Key] = e
 	}
 	want := map[string]ListEntry{
-		"a": {Key: "a", Fence: a.Fence, TTL: 28500 * ms, Holders: 1},
-		"b": {Key: "b", Fence: a.Fence + 1, TTL: 8500 * ms, Waiters: 2, Holders: 1},
+		"a": {Key: "a", Fence: a.Fence, TTL: 28500 * ms, Holders: 1, Held: 1500 * ms, LeaseTTL: 30 * sec, Limit: 1},
+		"b": {Key: "b", Fence: a.Fence + 1, TTL: 8500 * ms, Waiters: 2, Holders: 1, Held: 1500 * ms, LeaseTTL: 10 * sec, Limit: 1},
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("List: %+v, want %+v", got, want)
@@ -81,7 +81,7 @@ func TestListShowsHeldAndWaitedKeys(t *testing.T) {
 	}
 	h.m.Revoke("l", "b") // free, with r4 lingering: fence 0, ttl -1, as LOCK.INFO
 	_, entries = h.m.List("l", 0, 10)
-	if len(entries) != 1 || entries[0] != (ListEntry{Key: "b", Waiters: 1}) {
+	if len(entries) != 1 || entries[0] != (ListEntry{Key: "b", Waiters: 1, Limit: 1}) {
 		t.Fatalf("lingering only: %+v", entries)
 	}
 	h.advance(DefaultLinger)

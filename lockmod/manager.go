@@ -114,7 +114,8 @@ type Manager struct {
 	doneCh  chan struct{} // closed at birth: the Done of tickets answered at once
 
 	observer Observer
-	sinks    []sinkEntry // lock events' sinks (events.go); nil: no event is built
+	counts   CountObserver // observer, if it is one
+	sinks    []sinkEntry   // lock events' sinks (events.go); nil: no event is built
 	sinkSeq  uint64
 	trace    func(traceEvent) // tests only
 
@@ -163,6 +164,7 @@ func New(cfg Config) *Manager {
 		sweepStep:     DefaultSweepStep,
 	}
 	m.events.slab = &m.slab
+	m.counts, _ = cfg.Observer.(CountObserver)
 	if m.clock == nil {
 		m.clock = SystemClock()
 	}

@@ -12,6 +12,20 @@ type Observer interface {
 	LeaseEnded(EndEvent)
 }
 
+// A CountObserver is an Observer that also hears of what per-lock gauges
+// and counters need besides grants and ends (SPEC §14): renewals, places
+// joining and leaving lines, and everything dropped at once (Pause, Resume,
+// Close: no lease and no waiter is left, and no end is told). Called as an
+// Observer's methods are.
+type CountObserver interface {
+	Observer
+	LeaseRenewed(lock string)
+	// LineChanged is +1 when a place joins lock's line for a key, -1 when
+	// one leaves it (granted, or forgotten after its linger).
+	LineChanged(lock string, delta int)
+	AllDropped()
+}
+
 // GrantEvent is a grant of (Lock, Key).
 type GrantEvent struct {
 	Lock, Key string

@@ -58,13 +58,16 @@
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE
 //	lockwatch.go   LOCK.WATCH: a watcher waits on its connection's own read, no goroutine of its own
+//	audit.go       the last lock events in memory, and LOCK.EVENTS (SPEC §14)
 //	pubsub.go      SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE and UN-, PUBLISH, SPUBLISH, PUBSUB (SPEC §13)
 //	pushqueue.go   a subscriber's bounded output and its writer; client-output-buffer-limit
 //	notify.go      keyspace notifications (notify-keyspace-events) and lock events (L)
 //	scripting.go   EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT (package script runs the Lua)
 //	users.go       the users file and its roles (SPEC §5)
 //	tls.go         --tls-cert and --tls-key
-//	metrics.go     the Prometheus metrics
+//	metrics.go     the Prometheus metrics; ServeHTTP (/metrics and the dashboard, basic auth, TLS)
+//	lockmetrics.go the lock metrics by lock: 1,000 names, then _other (SPEC §14)
+//	node.go        what the dashboard reads of a server: a lock's keys, the node and its peers
 //
 // Adding a command is one row in table.go and one handler in its family's
 // file: dispatch checks arity and role, the row's effect decides the rest

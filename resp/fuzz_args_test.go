@@ -127,7 +127,7 @@ func FuzzCommandArgs(f *testing.F) {
 
 // fzCommands are the commands fuzzed; a line that names none of them is
 // given to one of them.
-var fzCommands = []string{"LOCK.HOLD", "LOCK.RENEW", "LOCK.RELEASE", "LOCK.INFO", "LOCK.REVOKE", "LOCK.LIST", "LOCK.HOLDERS", "SET", "DELEX", "DIGEST", "DELIFEQ"}
+var fzCommands = []string{"LOCK.HOLD", "LOCK.RENEW", "LOCK.RELEASE", "LOCK.INFO", "LOCK.REVOKE", "LOCK.LIST", "LOCK.HOLDERS", "LOCK.EVENTS", "SET", "DELEX", "DIGEST", "DELIFEQ"}
 
 func fzArgs(line []byte) [][]byte {
 	args := bytes.Split(line, []byte(" "))
@@ -166,6 +166,7 @@ var fzSeeds = []string{
 	"LOCK.REVOKE l k\nLOCK.REVOKE l\nLOCK.REVOKE l k x",
 	"LOCK.HOLD l k r LIMIT 3 OWNER w\nLOCK.HOLD l k r2 LIMIT 2\nLOCK.HOLD l k r3 SHARED\nLOCK.HOLD l k r4 LIMIT 3 SHARED\nLOCK.HOLD l k r5 LIMIT 0\nLOCK.HOLD l k r6 LIMIT 65537\nLOCK.HOLD l k r7 OWNER",
 	"LOCK.HOLD l s r SHARED\nLOCK.HOLD l s r2 SHARED OWNER \x00\nLOCK.HOLDERS l s\nLOCK.HOLDERS l\nLOCK.REVOKE l s FENCE 4294967297\nLOCK.REVOKE l s FENCE 0\nLOCK.REVOKE l s FENCE",
+	"LOCK.HOLD l k r OWNER w\nLOCK.EVENTS\nLOCK.EVENTS l\nLOCK.EVENTS l COUNT 1\nLOCK.EVENTS COUNT 2\nLOCK.EVENTS l COUNT 0\nLOCK.EVENTS l COUNT x\nLOCK.EVENTS COUNT\nLOCK.EVENTS l COUNT 1 COUNT 1\nLOCK.EVENTS \x00",
 	"LOCK.LIST l\nLOCK.LIST l CURSOR 0 COUNT 10\nLOCK.LIST l COUNT 0\nLOCK.LIST l COUNT -1\nLOCK.LIST l CURSOR x\nLOCK.LIST l COUNT 1 COUNT 1\nLOCK.LIST l CURSOR",
 	"SET k v\nSET k v NX\nSET k v XX\nSET k v NX XX\nSET k v GET\nSET k v KEEPTTL",
 	"SET k v EX 10\nSET k v PX 100\nSET k v EXAT 4102444800\nSET k v PXAT 4102444800000\nSET k v EX 0\nSET k v PX -1\nSET k v EX 10 PX 10\nSET k v EX 9223372036854775807",
@@ -464,6 +465,15 @@ func fzCheckReply(args [][]byte, v fzReply) string {
 			// Every value an integer but the last, the owner: a bulk string.
 			if (i%2 == 0 || i == 17) != (e.kind == '$') || (i%2 == 1 && i != 17) != (e.kind == ':') {
 				return "LOCK.INFO's fields are bulk strings and its values integers, the owner a bulk string"
+			}
+		}
+	case "lock.events":
+		if v.kind != '*' || v.null {
+			return "LOCK.EVENTS answers an array"
+		}
+		for _, e := range v.elems {
+			if e.kind != '*' || len(e.elems) != 14 && len(e.elems) != 6 {
+				return "each LOCK.EVENTS entry is 7 field/value pairs, or 3 for an epoch"
 			}
 		}
 	case "lock.holders":

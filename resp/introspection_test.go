@@ -171,6 +171,7 @@ func TestCommandDocsOfLocks(t *testing.T) {
 		"lock.list":    "lock [CURSOR cursor] [COUNT count]",
 		"lock.revoke":  "lock key [FENCE f]",
 		"lock.holders": "lock key",
+		"lock.events":  "[lock] [COUNT count]",
 	}
 	for name, wantHint := range want {
 		fmt.Fprintf(nc, "COMMAND DOCS %s\r\n", name)

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -37,6 +38,9 @@ type Config struct {
 	Users      *Users         // --users; nil: every connection is admin
 	LogLevel   *slog.LevelVar // CONFIG SET loglevel changes it; may be nil
 	TLS        *tls.Config    // serve RESP over TLS (--tls-cert, --tls-key); nil: plain TCP
+	// AuditEvents is how many lock events the audit keeps (LOCK.EVENTS,
+	// the dashboard): DefaultAuditEvents when 0, none when negative.
+	AuditEvents int
 }
 
 // Backends are what a Server acts on, opened and wired by its caller
@@ -83,8 +87,9 @@ type Server struct {
 
 	stats   serverStats
 	metrics *metrics
-	scripts scripts // resp/scripting.go
-	pubsub  pubsub  // resp/pubsub.go, resp/notify.go
+	scripts scripts    // resp/scripting.go
+	pubsub  pubsub     // resp/pubsub.go, resp/notify.go
+	audit   *auditRing // resp/audit.go; nil when off
 }
 
 type serverStats struct {
@@ -129,6 +134,10 @@ func New(cfg Config, b Backends) *Server {
 		metrics: b.Metrics.m,
 	}
 	s.metrics.bind(s)
+	if cfg.AuditEvents >= 0 && b.Locks != nil {
+		s.audit = newAuditRing(cmp.Or(cfg.AuditEvents, DefaultAuditEvents))
+		b.Locks.AddEventSink(s.audit)
+	}
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.scripts.init()
 	s.pubsub.init()

@@ -58,7 +58,7 @@ func (c *conn) lockError(err error) {
 	var lost *lockmod.LostError
 	switch {
 	case errors.As(err, &lost):
-		c.srv.metrics.lost(lost.Reason)
+		c.srv.metrics.lost(lost.Lock, lost.Reason)
 		c.out.Error("LOST", lost.Reason)
 	case errors.Is(err, lockmod.ErrSuperseded), errors.Is(err, lockmod.ErrReqIDInUse), errors.Is(err, lockmod.ErrHeldInProcess):
 		c.out.Err(err.Error())

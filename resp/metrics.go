@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -41,9 +43,7 @@ type metrics struct {
 	commands *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	unknown  *commandMetrics // requests naming no command
-	holdTime prometheus.Histogram
-	waitTime prometheus.Histogram
-	lostBy   map[string]prometheus.Counter // by SPEC §4 reason; read-only after newMetrics
+	locks    *lockTable      // the lock metrics, by lock (lockmetrics.go)
 	accepted prometheus.Counter
 	refused  prometheus.Counter
 }
@@ -82,16 +82,7 @@ func newMetrics(log *slog.Logger) *metrics {
 			Help:    "Time to run a command, from dispatch to its reply (a LOCK.HOLD's wait in line included).",
 			Buckets: commandBuckets,
 		}, []string{"command"}),
-		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "tenure_lock_hold_seconds",
-			Help:    "How long leases were held, from grant to release, expiry or revocation.",
-			Buckets: holdBuckets,
-		}),
-		waitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "tenure_lock_wait_seconds",
-			Help:    "How long granted requests waited in line (0 for a key granted at once).",
-			Buckets: waitBuckets,
-		}),
+		locks: newLockTable(LockSeriesCap),
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tenure_connections_received_total",
 			Help: "Connections accepted.",
@@ -100,17 +91,9 @@ func newMetrics(log *slog.Logger) *metrics {
 			Name: "tenure_connections_rejected_total",
 			Help: "Connections refused over --max-clients.",
 		}),
-		lostBy: map[string]prometheus.Counter{},
-	}
-	lost := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tenure_lock_lost_total",
-		Help: "LOST replies: a holder told that its lease is lost, by reason (SPEC §4).",
-	}, []string{"reason"})
-	for _, r := range []string{lockmod.ReasonExpired, lockmod.ReasonMaxHold, lockmod.ReasonAdmin, lockmod.ReasonReleased, lockmod.ReasonUnknownLease} {
-		m.lostBy[r] = lost.WithLabelValues(r)
 	}
 	m.unknown = m.row("unknown")
-	m.own = []prometheus.Collector{m.commands, m.duration, m.holdTime, m.waitTime, m.accepted, m.refused, lost}
+	m.own = []prometheus.Collector{m.commands, m.duration, m.accepted, m.refused, lockCollector{m.locks}}
 	m.reg.MustRegister(m.own...)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -200,33 +183,8 @@ func (cm *commandMetrics) failed(code []byte) {
 	c.Inc()
 }
 
-// lost counts a LOST reply.
-func (m *metrics) lost(reason string) {
-	if c := m.lostBy[reason]; c != nil {
-		c.Inc()
-	}
-}
-
-// leaseObserver is the lock module's Observer: it times holds and waits,
-// and logs every revocation, by an admin or at MAXHOLD, in one line.
-// lockmod calls it under its lock; it only observes and logs.
-type leaseObserver struct {
-	m   *metrics
-	log *slog.Logger
-}
-
-func (o leaseObserver) LeaseGranted(e lockmod.GrantEvent) {
-	o.m.waitTime.Observe(e.Waited.Seconds())
-}
-
-func (o leaseObserver) LeaseEnded(e lockmod.EndEvent) {
-	o.m.holdTime.Observe(e.Held.Seconds())
-	if e.Reason == lockmod.ReasonAdmin || e.Reason == lockmod.ReasonMaxHold {
-		// Never the lease id: it is the holder's secret (LOCK-04).
-		o.log.Info("lease revoked", "lock", e.Lock, "key", e.Key, "fence", e.Fence,
-			"reason", e.Reason, "held_ms", e.Held.Milliseconds())
-	}
-}
+// lost counts a LOST reply; lock is "" when the lease is unknown.
+func (m *metrics) lost(lock, reason string) { m.locks.lost(lock, reason) }
 
 // Metrics are a server's Prometheus series. They are made before the
 // server so that the lock module can be given their Observer when it is
@@ -236,9 +194,10 @@ type Metrics struct{ m *metrics }
 // NewMetrics makes the series; log gets one line per revoked lease.
 func NewMetrics(log *slog.Logger) *Metrics { return &Metrics{m: newMetrics(log)} }
 
-// Observer is what the lock module reports grants and ends of leases to:
-// it times holds and waits, and logs revocations.
-func (m *Metrics) Observer() lockmod.Observer { return leaseObserver{m: m.m, log: m.m.log} }
+// Observer is what the lock module reports grants, renewals, ends of
+// leases and lines to (a lockmod.CountObserver): it keeps the lock metrics
+// by lock, and logs revocations.
+func (m *Metrics) Observer() lockmod.Observer { return lockObserver{m: m.m} }
 
 // Register adds the series to r as well (Go's and the process's own
 // collectors excepted: a program registers those itself), so that a
@@ -260,14 +219,7 @@ type serverCollector struct{ s *Server }
 var (
 	descConnections = prometheus.NewDesc("tenure_connections", "Open connections, by role (none: not yet authenticated).", []string{"role"}, nil)
 	descBlocked     = prometheus.NewDesc("tenure_blocked_clients", "Connections blocked in LOCK.HOLD, waiting in line.", nil, nil)
-	descLeases      = prometheus.NewDesc("tenure_lock_leases", "Live leases.", nil, nil)
-	descWaiters     = prometheus.NewDesc("tenure_lock_waiters", "Places in line, lingering ones included.", nil, nil)
 	descEpoch       = prometheus.NewDesc("tenure_epoch", "The epoch this open of the store made durable (SPEC §2): fence >> 32.", nil, nil)
-	descGrants      = prometheus.NewDesc("tenure_lock_grants_total", "Leases granted.", nil, nil)
-	descRenewals    = prometheus.NewDesc("tenure_lock_renewals_total", "Successful renewals.", nil, nil)
-	descReleases    = prometheus.NewDesc("tenure_lock_releases_total", "Leases ended by LOCK.RELEASE.", nil, nil)
-	descExpiries    = prometheus.NewDesc("tenure_lock_expiries_total", "Leases that reached their deadline without a renewal.", nil, nil)
-	descRevocations = prometheus.NewDesc("tenure_lock_revocations_total", "Leases revoked, by cause: maxhold (MAXHOLD reached) or admin (LOCK.REVOKE).", []string{"cause"}, nil)
 	descKeys        = prometheus.NewDesc("tenure_keys", "Keys in the keyspace (expired ones not yet swept included, as DBSIZE).", nil, nil)
 	descDiskBytes   = prometheus.NewDesc("tenure_disk_bytes", "Bytes of the store's files on disk.", nil, nil)
 	descPubSubCut   = prometheus.NewDesc("tenure_pubsub_output_limit_disconnects_total", "Subscribers disconnected for passing client-output-buffer-limit pubsub.", nil, nil)
@@ -275,8 +227,7 @@ var (
 )
 
 func (sc *serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnections, descBlocked, descLeases, descWaiters, descEpoch,
-		descGrants, descRenewals, descReleases, descExpiries, descRevocations, descKeys, descDiskBytes,
+	for _, d := range []*prometheus.Desc{descConnections, descBlocked, descEpoch, descKeys, descDiskBytes,
 		descPubSubCut, descPubSubChans} {
 		ch <- d
 	}
@@ -299,24 +250,13 @@ func (sc *serverCollector) Collect(ch chan<- prometheus.Metric) {
 
 	st := s.locks.Stats()
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge(descLeases, float64(st.Leases))
-	gauge(descWaiters, float64(st.Waiters))
 	gauge(descEpoch, float64(st.Epoch))
-	counter(descGrants, st.GrantsTotal)
-	counter(descRenewals, st.RenewalsTotal)
-	counter(descReleases, st.ReleasedTotal)
-	counter(descExpiries, st.ExpiredTotal)
-	counter(descRevocations, st.RevokedMaxHoldTotal, "maxhold")
-	counter(descRevocations, st.RevokedAdminTotal, "admin")
 
 	ks := s.store.Stats()
 	gauge(descKeys, float64(ks.Keys))
 	gauge(descDiskBytes, float64(ks.DiskUsage))
 
-	counter(descPubSubCut, uint64(s.pubsub.cut.Load()))
+	ch <- prometheus.MustNewConstMetric(descPubSubCut, prometheus.CounterValue, float64(s.pubsub.cut.Load()))
 	channels, patterns, shard := s.pubsub.stats()
 	for kind, n := range map[string]int{"channel": channels, "pattern": patterns, "shard": shard} {
 		ch <- prometheus.MustNewConstMetric(descPubSubChans, prometheus.GaugeValue, float64(n), kind)
@@ -325,17 +265,37 @@ func (sc *serverCollector) Collect(ch chan<- prometheus.Metric) {
 
 // ServeMetrics serves this server's Prometheus metrics over HTTP at
 // /metrics on ln, until Shutdown; then it returns ErrServerClosed.
-func (s *Server) ServeMetrics(ln net.Listener) error {
+func (s *Server) ServeMetrics(ln net.Listener) error { return s.ServeHTTP(ln, nil) }
+
+// ServeHTTP serves over HTTP on ln, until Shutdown (then it returns
+// ErrServerClosed), this server's Prometheus metrics at /metrics and, if
+// page is not nil, page at every other path (the dashboard, SPEC §14).
+// With users (--users), every request needs HTTP basic auth of a known
+// user, any role, its password checked in constant time as AUTH checks
+// it; with TLS (--tls-cert), it speaks HTTPS with the clients' settings.
+func (s *Server) ServeHTTP(ln net.Listener, page http.Handler) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,
 	}))
+	if page != nil {
+		mux.Handle("/", page)
+	}
+	// Shutdown cancels every request's context, so that the dashboard's
+	// event streams end and let the server stop.
+	base, cancel := context.WithCancel(context.Background())
 	hs := &http.Server{
-		Handler:           mux,
+		Handler:           s.httpAuth(mux),
 		ReadHeaderTimeout: 10 * time.Second, // a stalled scraper holds up nobody
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	hs.RegisterOnShutdown(cancel)
+	defer cancel()
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -345,11 +305,31 @@ func (s *Server) ServeMetrics(ln net.Listener) error {
 	}
 	s.metricsHTTP = append(s.metricsHTTP, hs)
 	s.mu.Unlock()
-	s.log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	s.log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics", "dashboard", page != nil, "tls", s.cfg.TLS != nil)
 	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return ErrServerClosed
+}
+
+// httpAuth asks every request for HTTP basic auth of a known user when
+// there are users; any role may read the metrics and the dashboard.
+func (s *Server) httpAuth(h http.Handler) http.Handler {
+	if s.users == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, password, ok := r.BasicAuth()
+		if !ok {
+			user, password = "", "" // still compared, so timing tells nothing
+		}
+		if _, known := s.users.check(user, []byte(password)); !known || !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="tenure", charset="UTF-8"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // opsRate is INFO's instantaneous_ops_per_sec without a ticker: each

@@ -92,10 +92,10 @@ func TestMetrics(t *testing.T) {
 
 	before := scrape(t, url)
 	for series, want := range map[string]float64{
-		`tenure_epoch`:                   1,
-		`tenure_lock_leases`:             0,
-		`tenure_lock_grants_total`:       0,
-		`tenure_lock_hold_seconds_count`: 0,
+		`tenure_epoch`:                                           1,
+		`tenure_lock_leases{lock="_other"}`:                      0,
+		`tenure_lock_grants_total{lock="_other"}`:                0,
+		`tenure_lock_hold_seconds_count{lock="_other"}`:          0,
 		`tenure_commands_total{command="lock.hold",result="ok"}`: 0, // every row, from the start
 	} {
 		if got, ok := before[series]; !ok || got != want {
@@ -146,32 +146,33 @@ func TestMetrics(t *testing.T) {
 
 	after := scrape(t, url)
 	for series, want := range map[string]float64{
-		`tenure_commands_total{command="ping",result="ok"}`:           1,
-		`tenure_commands_total{command="set",result="ok"}`:            1,
-		`tenure_commands_total{command="unknown",result="err"}`:       1,
-		`tenure_commands_total{command="get",result="err"}`:           1,
-		`tenure_commands_total{command="lock.hold",result="ok"}`:      4,
-		`tenure_commands_total{command="lock.renew",result="ok"}`:     1,
-		`tenure_commands_total{command="lock.renew",result="lost"}`:   1,
-		`tenure_commands_total{command="lock.release",result="ok"}`:   1,
-		`tenure_commands_total{command="lock.release",result="lost"}`: 1,
-		`tenure_command_duration_seconds_count{command="ping"}`:       1,
-		`tenure_lock_lost_total{reason="unknown lease"}`:              1,
-		`tenure_lock_lost_total{reason="revoked by admin"}`:           1,
-		`tenure_lock_lost_total{reason="expired"}`:                    0,
-		`tenure_lock_grants_total`:                                    4,
-		`tenure_lock_renewals_total`:                                  1,
-		`tenure_lock_releases_total`:                                  1,
-		`tenure_lock_expiries_total`:                                  1,
-		`tenure_lock_revocations_total{cause="admin"}`:                1,
-		`tenure_lock_revocations_total{cause="maxhold"}`:              1,
-		`tenure_lock_leases`:                                          0,
-		`tenure_lock_waiters`:                                         0,
-		`tenure_lock_hold_seconds_count`:                              4,
-		`tenure_lock_hold_seconds_sum`:                                1.5 + 0 + 1 + 1,
-		`tenure_lock_wait_seconds_count`:                              4,
-		`tenure_lock_wait_seconds_sum`:                                1.5,
-		`tenure_lock_wait_seconds_bucket{le="0.001"}`:                 3,
+		`tenure_commands_total{command="ping",result="ok"}`:              1,
+		`tenure_commands_total{command="set",result="ok"}`:               1,
+		`tenure_commands_total{command="unknown",result="err"}`:          1,
+		`tenure_commands_total{command="get",result="err"}`:              1,
+		`tenure_commands_total{command="lock.hold",result="ok"}`:         4,
+		`tenure_commands_total{command="lock.renew",result="ok"}`:        1,
+		`tenure_commands_total{command="lock.renew",result="lost"}`:      1,
+		`tenure_commands_total{command="lock.release",result="ok"}`:      1,
+		`tenure_commands_total{command="lock.release",result="lost"}`:    1,
+		`tenure_command_duration_seconds_count{command="ping"}`:          1,
+		`tenure_lock_lost_total{lock="_unknown",reason="unknown lease"}`: 1,
+		`tenure_lock_lost_total{lock="jobs",reason="revoked by admin"}`:  1,
+		`tenure_lock_lost_total{lock="jobs",reason="expired"}`:           0,
+		`tenure_lock_grants_total{lock="jobs"}`:                          4,
+		`tenure_lock_renewals_total{lock="jobs"}`:                        1,
+		`tenure_lock_releases_total{lock="jobs"}`:                        1,
+		`tenure_lock_expiries_total{lock="jobs"}`:                        1,
+		`tenure_lock_revocations_total{cause="admin",lock="jobs"}`:       1,
+		`tenure_lock_revocations_total{cause="maxhold",lock="jobs"}`:     1,
+		`tenure_lock_leases{lock="jobs"}`:                                0,
+		`tenure_lock_waiters{lock="jobs"}`:                               0,
+		`tenure_lock_hold_seconds_count{lock="jobs"}`:                    4,
+		`tenure_lock_hold_seconds_sum{lock="jobs"}`:                      1.5 + 0 + 1 + 1,
+		`tenure_lock_wait_seconds_count{lock="jobs"}`:                    4,
+		`tenure_lock_wait_seconds_sum{lock="jobs"}`:                      1.5,
+		`tenure_lock_wait_seconds_bucket{lock="jobs",le="0.001"}`:        3,
+		`tenure_lock_grants_total{lock="_other"}`:                        0,
 		`tenure_keys`:                       1,
 		`tenure_epoch`:                      1,
 		`tenure_connections_received_total`: 2,
@@ -222,7 +223,8 @@ func TestMetricsConnectionsByRole(t *testing.T) {
 	if err := worker.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	m := scrape(t, url)
+	// With users, /metrics asks for a user's password (SPEC §14).
+	m := scrape(t, strings.Replace(url, "http://", "http://worker:w-pass@", 1))
 	for role, want := range map[string]float64{"none": 1, "read": 0, "write": 1, "admin": 0} {
 		if got := m[`tenure_connections{role="`+role+`"}`]; got != want {
 			t.Errorf("role %s: %v connections, want %v", role, got, want)

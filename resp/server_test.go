@@ -357,7 +357,7 @@ func TestServerCommandTable(t *testing.T) {
 			prefix("client|getname", prefix("summary", anyString(), "since", anyString(), "group", "connection")))}},
 		{"COMMAND INFO lock.hold", []any{prefix("lock.hold", -4, []any{"write", "blocking"})}},
 		{"COMMAND INFO ping", []any{prefix("ping", -1, []any{"readonly", "noauth", "fast"})}},
-		{"COMMAND LIST FILTERBY PATTERN lock.*", sameSet("lock.hold", "lock.renew", "lock.release", "lock.info", "lock.revoke", "lock.list", "lock.holders", "lock.watch")},
+		{"COMMAND LIST FILTERBY PATTERN lock.*", sameSet("lock.hold", "lock.renew", "lock.release", "lock.info", "lock.revoke", "lock.list", "lock.holders", "lock.watch", "lock.events")},
 	})
 }
 

@@ -484,6 +484,8 @@ func commandTable() map[string]*command {
 	add("lock.watch", -3, RoleRead, effRead|effLocks|effBlock, 0, cmdLockWatch, "Waits until the newest lease of (lock, key) is another than FENCE f, then shows the key as LOCK.INFO does; never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(1) to wait; O(W) for the change that answers W watchers of the key.",
 			argString("lock"), argString("key"), argOption("FENCE", "f"), argOption("TIMEOUT", "ms")))
+	add("lock.events", -1, RoleRead, effRead|effLocks, 0, cmdLockEvents, "Shows the newest lock events the audit keeps (grants, releases, expiries, revocations, losses, epochs), of one lock or of all, oldest first; never a lease id.",
+		docs(Version, "O(N) where N is the number of events kept.", arg{Name: "lock", Type: "string", Optional: true}, argOption("COUNT", "count")))
 	add("lock.revoke", -3, RoleAdmin, effWrite|effLocks, 0, cmdLockRevoke, "Ends the live leases of (lock, key) now, or only the one with FENCE f.", keys(1, 1, 1),
 		docs(Version, "O(log N + H) where N is the number of leases and places in line, H the key's live leases.", argString("lock"), argString("key"), argOption("FENCE", "f")))
 	return t

@@ -204,18 +204,27 @@ func TestLogNeverShowsSecrets(t *testing.T) {
 	}
 }
 
-// --metrics-addr serves /metrics, and stops with the server.
+// --http-addr and its alias --metrics-addr serve /metrics and the
+// dashboard at /, and stop with the server (SPEC §14).
 func TestMetricsAddr(t *testing.T) {
-	p, found := runInProcess(t, []string{"--addr", "127.0.0.1:0", "--dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0"},
-		readyAddr, metricsAddr)
-	res, err := http.Get("http://" + found[1] + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	for _, flag := range []string{"--http-addr", "--metrics-addr"} {
+		t.Run(flag, func(t *testing.T) { testHTTPAddr(t, flag) })
 	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 || !bytes.Contains(body, []byte("tenure_epoch 1")) {
-		t.Fatalf("/metrics: %s\n%s", res.Status, body)
+}
+
+func testHTTPAddr(t *testing.T, flag string) {
+	p, found := runInProcess(t, []string{"--addr", "127.0.0.1:0", "--dir", t.TempDir(), flag, "127.0.0.1:0"},
+		readyAddr, metricsAddr)
+	for path, want := range map[string]string{"/metrics": "tenure_epoch 1", "/": "<title>tenure"} {
+		res, err := http.Get("http://" + found[1] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !bytes.Contains(body, []byte(want)) {
+			t.Fatalf("%s: %s\n%s", path, res.Status, body)
+		}
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: found[0]})
 	defer rdb.Close()
@@ -236,7 +245,12 @@ func TestLogAndMetricsFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--log-format", "xml"}, `--log-format "xml": want text or json`},
-		{[]string{"--metrics-addr", "0.0.0.0:0"}, "refusing to serve metrics on 0.0.0.0:0 without a users file"},
+		// SPEC §14: the dashboard is refused off loopback without users,
+		// by either of its names.
+		{[]string{"--metrics-addr", "0.0.0.0:0"}, "refusing to serve the dashboard and metrics on 0.0.0.0:0 without a users file"},
+		{[]string{"--http-addr", "0.0.0.0:0"}, "refusing to serve the dashboard and metrics on 0.0.0.0:0 without a users file"},
+		{[]string{"--http-addr", "[::]:0"}, "refusing to serve the dashboard and metrics on [::]:0 without a users file"},
+		{[]string{"--audit-events", "-1"}, "--audit-events must be 0 or more"},
 		{[]string{"--metrics-addr", "127.0.0.1:0", "--addr", "0.0.0.0:0"}, "refusing to listen on 0.0.0.0:0"},
 	} {
 		var stderr bytes.Buffer

@@ -47,7 +47,7 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := serve(f.dir, opts, f.listenAddr(opts.Cluster), f.metrics); err != nil {
+	if err := serve(f.dir, opts, f.listenAddr(opts.Cluster), f.httpAddr); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -60,7 +60,8 @@ type flags struct {
 	maxConns                    int
 	maxBulk                     int64
 	logLevel, logFormat         string
-	metrics                     string
+	httpAddr                    string // --http-addr, or its alias --metrics-addr
+	auditEvents                 int
 	tlsCert, tlsKey, tlsCA      string
 	cluster                     clusterFlags // cluster.go
 	addrSet                     bool         // --addr was given
@@ -79,7 +80,9 @@ func parseFlags(args []string, stderr io.Writer) (f flags, code int, ok bool) {
 	fs.Int64Var(&f.maxBulk, "proto-max-bulk-len", 512<<20, "largest bulk string a client may send, in `bytes`")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log lines as text (key=value) or json")
-	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics")
+	fs.StringVar(&f.httpAddr, "http-addr", "", "serve the dashboard at http://`HOST:PORT`/ and Prometheus metrics at /metrics")
+	fs.StringVar(&f.httpAddr, "metrics-addr", "", "the same as --http-addr")
+	fs.IntVar(&f.auditEvents, "audit-events", resp.DefaultAuditEvents, "how many lock events to keep in memory for LOCK.EVENTS and the dashboard (0: none)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this PEM certificate `file` (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert")
 	fs.StringVar(&f.tlsCA, "tls-client-ca", "", "require client certificates signed by the CAs in this PEM `file`")
@@ -140,24 +143,32 @@ func (f flags) options(stderr io.Writer) (tenure.Options, error) {
 	if addr := f.listenAddr(clusterOpts); users == nil && !f.insecure && !isLoopback(addr) {
 		return tenure.Options{}, fmt.Errorf("refusing to listen on %s without a users file (--users): anyone who can reach it would be admin; pass --insecure to do it anyway", addr)
 	}
-	// The metrics listener follows the same rule: without users, only
-	// loopback unless --insecure.
-	if f.metrics != "" && users == nil && !f.insecure && !isLoopback(f.metrics) {
-		return tenure.Options{}, fmt.Errorf("refusing to serve metrics on %s without a users file (--users); pass --insecure to do it anyway", f.metrics)
+	// The dashboard and metrics listener follows the same rule: without
+	// users, only loopback unless --insecure (SPEC §14).
+	if f.httpAddr != "" && users == nil && !f.insecure && !isLoopback(f.httpAddr) {
+		return tenure.Options{}, fmt.Errorf("refusing to serve the dashboard and metrics on %s without a users file (--users): anyone who can reach it would see every lock; pass --insecure to do it anyway", f.httpAddr)
+	}
+	if f.auditEvents < 0 {
+		return tenure.Options{}, fmt.Errorf("--audit-events must be 0 or more")
+	}
+	auditEvents := f.auditEvents
+	if auditEvents == 0 {
+		auditEvents = -1 // none: tenure.Options' 0 is the default
 	}
 	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
 	if f.logFormat == "json" {
 		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	}
 	return tenure.Options{
-		Fsync:      mode,
-		MaxClients: f.maxConns,
-		Limits:     resp.Limits{MaxBulkLen: f.maxBulk},
-		Logger:     slog.New(handler),
-		Users:      users,
-		LogLevel:   level,
-		TLS:        tlsConfig,
-		Cluster:    clusterOpts,
+		Fsync:       mode,
+		MaxClients:  f.maxConns,
+		Limits:      resp.Limits{MaxBulkLen: f.maxBulk},
+		Logger:      slog.New(handler),
+		Users:       users,
+		LogLevel:    level,
+		TLS:         tlsConfig,
+		Cluster:     clusterOpts,
+		AuditEvents: auditEvents,
 	}, nil
 }
 
@@ -174,9 +185,9 @@ func (f flags) tls() (*tls.Config, error) {
 	return nil, nil
 }
 
-// serve opens the store, listens on addr (and metricsAddr, if set), and
+// serve opens the store, listens on addr (and httpAddr, if set), and
 // serves until SIGINT or SIGTERM, or SHUTDOWN, has closed it.
-func serve(dir string, opts tenure.Options, addr, metricsAddr string) error {
+func serve(dir string, opts tenure.Options, addr, httpAddr string) error {
 	log := opts.Logger
 	db, err := tenure.Open(dir, opts)
 	if err != nil {
@@ -187,17 +198,17 @@ func serve(dir string, opts tenure.Options, addr, metricsAddr string) error {
 		db.Close()
 		return err
 	}
-	if metricsAddr != "" {
-		mln, err := net.Listen("tcp", metricsAddr)
+	if httpAddr != "" {
+		hln, err := net.Listen("tcp", httpAddr)
 		if err != nil {
 			ln.Close()
 			db.Close()
-			return fmt.Errorf("--metrics-addr: %w", err)
+			return fmt.Errorf("--http-addr: %w", err)
 		}
 		// The store owns it: Close stops it.
 		go func() {
-			if err := db.ServeMetrics(mln); !errors.Is(err, tenure.ErrClosed) {
-				log.Error("metrics server stopped", "err", err)
+			if err := db.ServeHTTP(hln); !errors.Is(err, tenure.ErrClosed) {
+				log.Error("dashboard and metrics server stopped", "err", err)
 			}
 		}()
 	}
