@@ -165,22 +165,22 @@ func cmdConfigSet(c *conn, args [][]byte) {
 				l := c.srv.store.EncodingLimits()
 				switch name {
 				case "save":
-			// Accepted as Redis reads it, and kept: tenure has no
-			// snapshots to schedule (see Server.saveParam).
-			f := strings.Fields(val)
-			if len(f)%2 != 0 {
-				failed("Invalid save parameters")
-				return
-			}
-			for _, n := range f {
-				if v, ok := parseInt([]byte(n)); !ok || v < 0 {
-					failed("Invalid save parameters")
-					return
-				}
-			}
-			v := strings.Join(f, " ")
-			apply = append(apply, func() { c.srv.saveParam.Store(&v) })
-		case "hash-max-listpack-entries", "hash-max-ziplist-entries":
+					// Accepted as Redis reads it, and kept: tenure has no
+					// snapshots to schedule (see Server.saveParam).
+					f := strings.Fields(val)
+					if len(f)%2 != 0 {
+						failed("Invalid save parameters")
+						return
+					}
+					for _, n := range f {
+						if v, ok := parseInt([]byte(n)); !ok || v < 0 {
+							failed("Invalid save parameters")
+							return
+						}
+					}
+					v := strings.Join(f, " ")
+					apply = append(apply, func() { c.srv.saveParam.Store(&v) })
+				case "hash-max-listpack-entries", "hash-max-ziplist-entries":
 					l.HashMaxListpackEntries = n
 				case "hash-max-listpack-value", "hash-max-ziplist-value":
 					l.HashMaxListpackValue = n
