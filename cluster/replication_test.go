@@ -153,6 +153,8 @@ func representative(row string) (invocation, bool) {
 		"object|freq":     {setup: [][]any{set}, cmd: []any{"OBJECT", "FREQ", k}, errs: true}, // no LFU policy
 		"object|refcount": {setup: [][]any{set}, cmd: []any{"OBJECT", "REFCOUNT", k}},
 		"object|help":     {cmd: []any{"OBJECT", "HELP"}},
+		"bitfield":        {cmd: []any{"BITFIELD", k, "SET", "u8", "#1", "200", "INCRBY", "i5", "100", "1", "GET", "u4", "0"}},
+		"bitfield_ro":     {setup: [][]any{set}, cmd: []any{"BITFIELD_RO", k, "GET", "u8", "0"}},
 		"save":            {cmd: []any{"SAVE"}},
 		"bgsave":          {cmd: []any{"BGSAVE", "SCHEDULE"}},
 		"memory":          {skip: "a container: its subcommands are rows"},
