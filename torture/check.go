@@ -31,6 +31,7 @@ type Report struct {
 	GrantsTotal                string
 	FinalCounts                map[string]int64
 	LinCounters, LinLocks      linReport // (d)
+	LinColls                   linReport // (d) of hashes and sets (collections.go)
 	FIFOReqIDs, FIFOIntervals  int       // (e) request ids, and their intervals proven in line
 
 	// Cluster is the number of nodes of the cluster the run was of, 0
@@ -425,6 +426,7 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	}
+	r.LinColls.print(w, "                  hashes and sets", "by key and member")
 	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line\n", r.FIFOReqIDs, r.FIFOIntervals)
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {

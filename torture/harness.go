@@ -170,6 +170,9 @@ func Run(cfg Config) (*Report, error) {
 			w.run(ctx)
 		}()
 	}
+	// Hash and set clients besides (collections.go), one per two lock
+	// clients.
+	closers = append(closers, runCollectionClients(ctx, &wg, addrs, max(1, cfg.Goroutines/2), cfg.Seed+7777)...)
 	for i := range cfg.Procs {
 		c, err := h.startChild(clientConfig{
 			ID: fmt.Sprintf("p%d", i), Addrs: addrs, Nodes: h.nodeAddrs, Keys: h.keys, TTL: cfg.TTL,
