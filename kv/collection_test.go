@@ -249,12 +249,17 @@ func TestCrashMidReclaimShowsNoDeletedMember(t *testing.T) {
 	}
 }
 
-// A pipeline of 16 HSETs and SADDs is one WAL write, as one of SETs is
-// (TestPipelineIsOneCommit), and reads its own writes.
+// A pipeline of 16 HSETs and SADDs is one WAL write and, with
+// FsyncAlways, one fsync, as one of SETs is (TestPipelineIsOneCommit),
+// and reads its own writes. (FsyncAlways: no everysec syncer writes
+// meanwhile.)
 func TestCollectionPipelineIsOneCommit(t *testing.T) {
-	s, writes, _ := openCounted(t, FsyncEverysec)
+	s, writes, syncs := openCounted(t, FsyncAlways)
+	if err := s.Sync(); err != nil { // nothing left for a read to settle
+		t.Fatal(err)
+	}
 	p := s.NewPipeline()
-	before := writes.Load()
+	before, beforeSyncs := writes.Load(), syncs.Load()
 	for i := range 8 {
 		if _, err := p.View().HSet([]byte("h"), bs("f"+strconv.Itoa(i), "v")); err != nil {
 			t.Fatal(err)
@@ -272,8 +277,8 @@ func TestCollectionPipelineIsOneCommit(t *testing.T) {
 	if err := p.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := writes.Load() - before; n != 1 {
-		t.Errorf("a pipeline of 16 HSET/SADD made %d WAL writes; want 1", n)
+	if n, m := writes.Load()-before, syncs.Load()-beforeSyncs; n != 1 || m != 1 {
+		t.Errorf("a pipeline of 16 HSET/SADD made %d WAL writes and %d fsyncs; want 1 and 1", n, m)
 	}
 	if n, _ := s.SCard([]byte("s1")); n != 4 {
 		t.Errorf("SCARD s1 = %d, want 4", n)
