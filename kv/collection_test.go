@@ -284,3 +284,34 @@ func TestCollectionPipelineIsOneCommit(t *testing.T) {
 		t.Errorf("SCARD s1 = %d, want 4", n)
 	}
 }
+
+// WATCH of a hash or set breaks on a write of one member, on HDEL of the
+// last field and on SPOP, and not on a write that changes nothing (an
+// SADD of a member already there), as in Redis.
+func TestCollectionWatch(t *testing.T) {
+	ts := openTest(t)
+	_, _ = ts.HSet([]byte("h"), bs("a", "1"))
+	_, _ = ts.SAdd([]byte("s"), bs("x", "y"))
+	for _, tc := range []struct {
+		name   string
+		key    string
+		write  func()
+		breaks bool
+	}{
+		{"HSET of a field", "h", func() { _, _ = ts.HSet([]byte("h"), bs("b", "2")) }, true},
+		{"HDEL of every field", "h", func() { _, _ = ts.HDel([]byte("h"), bs("a", "b")) }, true},
+		{"SADD of a member there", "s", func() { _, _ = ts.SAdd([]byte("s"), bs("x")) }, false},
+		{"SPOP", "s", func() { _, _ = ts.SPop([]byte("s"), 1) }, true},
+	} {
+		var w Watch
+		if err := ts.Watch(&w, []byte(tc.key)); err != nil {
+			t.Fatal(err)
+		}
+		tc.write()
+		ran, err := ts.Tx(&w, func(*Store) {})
+		if err != nil || ran == tc.breaks {
+			t.Errorf("%s: EXEC ran %v, %v; want ran %v", tc.name, ran, err, !tc.breaks)
+		}
+		ts.Unwatch(&w)
+	}
+}
