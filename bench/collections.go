@@ -12,12 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Hashes and sets (SPEC §13), group 9: HSET, HGET, HGETALL of 100 fields,
+// Hashes and sets (SPEC §13), group 11: HSET, HGET, HGETALL of 100 fields,
 // SADD, SISMEMBER and SMEMBERS of 100 members, by n clients one a round
 // trip or in pipelines; and big-del, the DEL of a 1,000,000-member set
 // while other clients read.
 
-// collectionScenarios are group 9's scenarios.
+// collectionScenarios are group 11's scenarios.
 func collectionScenarios(s *settings) []*scenario {
 	pct := func(label string) []row {
 		return []row{{"p50_ms", label + " p50", "ms"}, {"p99_ms", label + " p99", "ms"}, {"p999_ms", label + " p999", "ms"}}
@@ -33,12 +33,12 @@ func collectionScenarios(s *settings) []*scenario {
 				title += ", of 100"
 			}
 			rate, lat := row{"ops_per_sec", "commands/s", "ops"}, pct(unit)
-			out = append(out, &scenario{Name: name, Group: "9", Title: title, Run: collectionOps(op, pipelined, s.clients),
+			out = append(out, &scenario{Name: name, Group: "11", Title: title, Run: collectionOps(op, pipelined, s.clients),
 				Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat})
 		}
 	}
 	readLat := []row{{"read_p50_ms", "others' GET p50", "ms"}, {"read_p99_ms", "others' GET p99", "ms"}, {"read_p999_ms", "others' GET p999", "ms"}}
-	out = append(out, &scenario{Name: "big-del", Group: "9",
+	out = append(out, &scenario{Name: "big-del", Group: "11",
 		Title: fmt.Sprintf("DEL of a 1,000,000-member set while %d clients GET, and 2 s after", s.clients),
 		Run:   bigDel(s.clients), Rate: row{"reads_per_sec", "GET/s after the DEL", "ops"}, Latency: readLat,
 		Rows: rows([]row{{"del_ms", "DEL latency", "ms"}, {"reads_per_sec", "GET/s after the DEL", "ops"}}, readLat,
@@ -46,7 +46,7 @@ func collectionScenarios(s *settings) []*scenario {
 	return out
 }
 
-// collectionOps is one op of group 9 by n clients: on 1,000 hashes or
+// collectionOps is one op of group 11 by n clients: on 1,000 hashes or
 // sets of 100 members each, filled first.
 func collectionOps(op string, pipelined bool, n int) scenarioFunc {
 	return func(ctx context.Context, r *run) (map[string]float64, error) {

@@ -106,6 +106,8 @@ type keyspace struct {
 	generation atomic.Uint64 // the last collection generation handed out (storage_reclaim.go)
 	limits     atomic.Pointer[EncodingLimits]
 	changes    atomic.Int64 // records written since Open or the last Save (Stats.ChangesSinceSave)
+
+	keyHook atomic.Pointer[KeyHook] // SetKeyHook's (notify.go)
 }
 
 // Open opens (creating if needed) the store in dir, upgrades an older

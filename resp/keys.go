@@ -12,10 +12,30 @@ import (
 // KEYS, SCAN, RENAME, RENAMENX.
 
 func cmdDel(c *conn, args [][]byte) {
+	if len(args) > 2 && c.srv.notifying(notifyGeneric) {
+		// Which keys went is told key by key (notify.go): one DEL each.
+		var n int64
+		for _, k := range args[1:] {
+			d, err := c.store.Del([][]byte{k})
+			if err != nil {
+				c.storeError(err)
+				return
+			}
+			if d > 0 {
+				c.notify(notifyGeneric, "del", k)
+			}
+			n += d
+		}
+		c.out.Int(n)
+		return
+	}
 	n, err := c.store.Del(args[1:])
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if n > 0 {
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.out.Int(n)
 }
@@ -78,6 +98,9 @@ func expire(c *conn, args [][]byte, name string) {
 		c.storeError(err)
 		return
 	}
+	if set {
+		c.notifyExpiry(args[1], at)
+	}
 	c.out.Bool(set)
 }
 
@@ -128,6 +151,9 @@ func cmdPersist(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		c.notify(notifyGeneric, "persist", args[1])
 	}
 	c.out.Bool(ok)
 }
@@ -210,6 +236,7 @@ func cmdRename(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notifyRename(args[1], args[2])
 	c.out.OK()
 }
 
@@ -218,6 +245,9 @@ func cmdRenameNX(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		c.notifyRename(args[1], args[2])
 	}
 	c.out.Bool(ok)
 }
@@ -313,6 +343,9 @@ func cmdCopy(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		c.notify(notifyGeneric, "copy_to", args[2])
 	}
 	c.out.Bool(ok)
 }

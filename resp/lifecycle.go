@@ -91,6 +91,7 @@ type Server struct {
 	stats   serverStats
 	metrics *metrics
 	scripts scripts // resp/scripting.go
+	pubsub  pubsub  // resp/pubsub.go, resp/notify.go
 }
 
 type serverStats struct {
@@ -137,6 +138,7 @@ func New(cfg Config, b Backends) *Server {
 	s.metrics.bind(s)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.scripts.init()
+	s.pubsub.init()
 	return s
 }
 
