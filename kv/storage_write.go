@@ -134,6 +134,7 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 // batch that holds it) has committed.
 func (s *Store) count(c *change) {
 	s.keys.Add(c.keys)
+	s.changes.Add(int64(c.writes))
 	if c.withExpiry != 0 || c.deadlines != 0 {
 		s.keysWithExpiry.Add(c.withExpiry)
 		s.deadlineSum.Add(c.deadlines - c.withExpiry*s.deadlineBase)

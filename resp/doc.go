@@ -46,14 +46,16 @@
 //	replies.go     the reply encoder, RESP2 or RESP3 as the connection asked
 //	options.go     the option parser the handlers share
 //	connection.go  PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT
-//	server.go      COMMAND, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE
+//	server.go      COMMAND, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SAVE, BGSAVE, MEMORY
 //	config.go      CONFIG GET, SET, RESETSTAT
 //	info.go        INFO, one function per section
 //	commanddocs.go COMMAND DOCS's argument lists
 //	cluster.go     CLUSTER, ROLE, INFO's cluster sections (SPEC §10)
 //	strings.go     GET, SET, INCR, APPEND, LCS, … (kv's strings)
 //	compare.go     SET … IFEQ/IFNE/IFDEQ/IFDNE, DELEX, DIGEST, DELIFEQ
-//	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
+//	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO
+//	hashes.go      HSET, HGET, HGETALL, HINCRBY, HRANDFIELD, HSCAN, … (kv's hashes)
+//	sets.go        SADD, SMEMBERS, SPOP, SINTER…, SSCAN, … (kv's sets)
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE

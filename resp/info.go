@@ -160,7 +160,7 @@ func (s *Server) infoPersistence() [][2]string {
 		{"aof_rewrite_in_progress", "0"},
 		{"aof_last_write_status", "ok"},
 		{"rdb_bgsave_in_progress", "0"},
-		{"rdb_changes_since_last_save", "0"},
+		{"rdb_changes_since_last_save", itoa(st.ChangesSinceSave)},
 	}
 }
 

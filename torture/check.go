@@ -31,6 +31,7 @@ type Report struct {
 	GrantsTotal                string
 	FinalCounts                map[string]int64
 	LinCounters, LinLocks      linReport // (d)
+	LinColls                   linReport // (d) of hashes and sets (collections.go)
 	FIFOReqIDs, FIFOIntervals  int       // (e) request ids, and their intervals proven in line
 	// (f) lock events: heard, sessions, and grants checked to be among them
 	LockEvents, LockEventSessions, LockEventsChecked int
@@ -431,6 +432,7 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	}
+	r.LinColls.print(w, "                  hashes and sets", "by key and member")
 	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line\n", r.FIFOReqIDs, r.FIFOIntervals)
 	if r.LockEventSessions > 0 {
 		fmt.Fprintf(w, "(f) lock events: %d heard in %d subscriber sessions; %d grants checked to be among them, in fence order\n",

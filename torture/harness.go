@@ -170,6 +170,9 @@ func Run(cfg Config) (*Report, error) {
 			w.run(ctx)
 		}()
 	}
+	// Hash and set clients besides (collections.go), one per two lock
+	// clients.
+	closers = append(closers, runCollectionClients(ctx, &wg, addrs, max(1, cfg.Goroutines/2), cfg.Seed+7777)...)
 	if cfg.Cluster == 0 {
 		// (f): a subscriber of lock events beside the holders.
 		wg.Add(1)

@@ -223,7 +223,7 @@ func tracked(args []string) bool {
 	case "get", "set":
 		return strings.HasPrefix(args[1], counterKey(""))
 	}
-	return false
+	return collTracked(args) // hashes and sets: collections.go
 }
 
 // answered records a request the server answered at got (whether or not the
