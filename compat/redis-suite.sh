@@ -12,6 +12,8 @@
 # (--singledb: tenure has database 0 only). Prints one line a
 # unit ("type/string: 70 passed, 0 failed") and the failing tests' names,
 # and keeps each unit's whole output in $OUT (default /tmp/redis-suite).
+# The suite's own test server listens from port 21111 down (its clients) and up; two runs at once
+# need BASEPORT set apart (BASEPORT=23111 …).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,6 +59,7 @@ for unit in "${units[@]}"; do
 	done
 	log="$out/${unit//\//_}.log"
 	(cd "$suite" && ./runtest --host 127.0.0.1 --port "$port" --single "unit/$unit" --singledb --durable \
+		--baseport "${BASEPORT:-21111}" \
 		--tags -needs:repl --tags -needs:debug --tags -needs:config-maxmemory \
 		--timeout 300 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >"$log") || true
 	kill "$pid" 2>/dev/null || true
