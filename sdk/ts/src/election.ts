@@ -94,7 +94,11 @@ export async function* observe(
       try {
         conn ??= await driver.open();
         if (signal?.aborted) return;
-        const args = ['LOCK.WATCH', lock, key, 'FENCE', String(fence), 'TIMEOUT', String(watchChunk)];
+        // The first answer is the key as it is (LOCK.INFO): a LOCK.WATCH
+        // with FENCE 0 on a free key would wait for a change.
+        const args = yielded
+          ? ['LOCK.WATCH', lock, key, 'FENCE', String(fence), 'TIMEOUT', String(watchChunk)]
+          : ['LOCK.INFO', lock, key];
         const reply = await within(conn.send(args), watchChunk + replyGrace);
         if (reply === TIMEOUT) throw new Error(`no answer to LOCK.WATCH within ${watchChunk + replyGrace} ms`);
         ld = leaderOf(reply);

@@ -65,7 +65,7 @@ export function elections(kindName) {
         assert.equal(await lock.leader('main'), null, 'a free key has no leader');
         const ac = new AbortController();
         const it = lock.observe('main', { signal: ac.signal })[Symbol.asyncIterator]();
-        assert.equal(await next(it, 'the first leader'), null);
+        assert.equal(await next(it, 'the first leader, at once', 2000), null);
 
         const a = candidate(lock, 'main', 'node-a:8080');
         const la = await within(a.leads, 5000, 'A leads');
