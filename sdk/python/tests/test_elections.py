@@ -5,13 +5,13 @@ term (LOCK-02)."""
 
 import asyncio
 import contextlib
-from typing import Any, AsyncIterator, Optional
+from typing import AsyncIterator, Optional
 
 import pytest
 
 import tenure_locks
 from tenure_locks import Leader
-from conftest import key_info, lock_stats, until, waiters_are
+from conftest import lock_stats, until, waiters_are
 
 
 class Candidate:
