@@ -17,10 +17,11 @@ with ``SET … FENCE``, LOCK-12). See README.md beside this package.
 
 from ._errors import (REASON_EXPIRED, REASON_MAXHOLD, REASON_RELEASED, REASON_REVOKED,
                       REASON_UNKNOWN_LEASE, LostError, NotHeldError)
+from ._election import Leader
 from ._lease import Lease
 from ._lock import Holding, Lock, Store
 
 __all__ = [
-    "Store", "Lock", "Lease", "Holding", "LostError", "NotHeldError",
+    "Store", "Lock", "Lease", "Holding", "Leader", "LostError", "NotHeldError",
     "REASON_EXPIRED", "REASON_MAXHOLD", "REASON_REVOKED", "REASON_RELEASED", "REASON_UNKNOWN_LEASE",
 ]

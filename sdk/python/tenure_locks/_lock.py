@@ -4,23 +4,25 @@ cancellation when the lease is lost, and letting go."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import re
 import socket
 import time
 from datetime import timedelta
 from types import TracebackType
-from typing import Dict, List, Optional, Tuple, Type, Union
+from typing import AsyncIterator, Dict, List, Optional, Tuple, Type, Union
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from ._election import Leader, leader_of, observe
 from ._errors import (REASON_RELEASED, REASON_REVOKED, REASON_UNKNOWN_LEASE,
                       LostError, NotHeldError, store_lost, superseded, transient)
 from ._lease import Lease, _is_lost_reply, keep
-from ._wire import (MAX_IN_FLIGHT, Client, Grant, HoldReply, Key, attempts, finish, new_reqid,
+from ._wire import (MAX_IN_FLIGHT, Client, Grant, HoldReply, Key, attempts, execute, finish, new_reqid,
                     send_hold, send_release, send_renew, store_epoch)
 
 Duration = Union[str, int, float, timedelta]
@@ -213,6 +215,58 @@ class Lock:
         at once if key is held (for a reader: held by a writer, or a writer
         waits for it)."""
         return Holding(self, key, try_once=True, shared=shared)
+
+    # -- elections (SPEC §12) --------------------------------------------
+
+    def campaign(self, key: Key, value: str) -> "Holding":
+        """``async with lock.campaign(key, value) as lease:`` campaigns in the
+        election key: waits in line, with no limit (the lock's wait does not
+        apply: a candidate waits its turn; cancel the task to stop), until it
+        leads, then runs the block as the leader. value (1 to 256 bytes: its
+        address, say) is what ``leader`` and ``observe`` show of it, and
+        ``lease.fence`` is its term.
+
+        It is ``hold`` with value as the lease's owner, by the same rules: a
+        leadership lost (revoked, expired, the store restarted) cancels the
+        block at its next await, and leaving it raises LostError, even if
+        the block completed; leaving the block lets the key go, which is
+        resigning, and the next candidate in line leads at once.
+
+        Whatever a leader writes to a resource that others may write after
+        it should carry its term (``SET … FENCE``, or the resource's own
+        check of the fence), so that a leader that lost its lease without
+        noticing (a paused process) cannot overwrite its successor's work.
+        A value out of range is a ValueError."""
+        if not isinstance(value, str) or not 1 <= len(value.encode()) <= MAX_OWNER_LEN:
+            raise ValueError(f"campaign {self.name} {key!r}: the value must be 1 to {MAX_OWNER_LEN} bytes")
+        candidate = copy.copy(self)
+        candidate.owner, candidate.wait = value, None
+        return Holding(candidate, key, try_once=False)
+
+    async def leader(self, key: Key) -> Optional[Leader]:
+        """The election key's leader now (LOCK.INFO), or None when no one
+        leads. On a key held shared or with a limit it is the newest of its
+        holders. The store's refusal is its ResponseError."""
+        return leader_of(await execute(self.client, self.name, "LOCK.INFO", self.name, key))
+
+    def observe(self, key: Key) -> AsyncIterator[Optional[Leader]]:
+        """``async for ld in lock.observe(key):`` follows the election key: it
+        yields the current leader (or None: no one leads) first, then every
+        change the store reports (LOCK.WATCH), until the loop is left. A
+        consumer that is slow sees the latest leader, not every one that
+        came and went meanwhile.
+
+        The fences of the leaders it yields only increase: it never yields a
+        term older than one it yielded. It outlives cut connections, store
+        restarts and cluster failovers by watching again with the last fence
+        it saw: a new epoch shows as None, then the new leader. Errors it may
+        outlast (the network, -TRYAGAIN, -CLUSTERDOWN) it retries every 50 ms
+        to 1 s; a refusal no retry cures (a user that may not read, a store
+        without LOCK.WATCH) raises the store's ResponseError (or redis-py's
+        AuthenticationError) from the loop. It is an async generator: to
+        close it at once when leaving the loop early, wrap it in
+        ``contextlib.aclosing``."""
+        return observe(self.client, self.name, key, self.chunk)
 
     # -- waiting in line -------------------------------------------------
 

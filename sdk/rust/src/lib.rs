@@ -193,6 +193,7 @@
 //! as `async fn`s; a lost lease drops the closure's future at its next await.
 
 mod conn;
+mod election;
 mod error;
 mod lease;
 mod lock;
@@ -203,6 +204,7 @@ mod wire;
 use std::sync::Arc;
 
 pub use conn::{Connection, Dial, Options};
+pub use election::{Leader, Observer};
 pub use error::{reason, Error, ErrorKind};
 pub use lease::Lease;
 pub use lock::{Cancel, Lock, LockBuilder};

@@ -15,10 +15,10 @@ const MAX_TTL: Duration = Duration::from_secs(3600);
 const MIN_MAX_HOLD: Duration = Duration::from_secs(1);
 const MAX_MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 const MAX_LOCK_LEN: usize = 256;
-const MAX_KEY_LEN: usize = 1024;
+pub(crate) const MAX_KEY_LEN: usize = 1024;
 /// LIMIT n and OWNER text (SPEC §12).
 const MAX_LIMIT: u32 = 65536;
-const MAX_OWNER_LEN: usize = 256;
+pub(crate) const MAX_OWNER_LEN: usize = 256;
 
 const DEFAULT_TTL: Duration = Duration::from_secs(10);
 /// The default margin is min(ttl/10, MAX_MARGIN).
@@ -211,10 +211,10 @@ pub struct Lock {
     pub(crate) name: String,
     pub(crate) ttl: Duration,
     pub(crate) max_hold: Option<Duration>,
-    wait: Option<Duration>,
+    pub(crate) wait: Option<Duration>,
     pub(crate) margin: Duration,
     /// WAIT of each HOLD sent while waiting in line: half the read timeout
-    chunk: Duration,
+    pub(crate) chunk: Duration,
     /// the LIMIT sent with every HOLD; None for none (a limit of 1)
     pub(crate) limit: Option<u32>,
     /// the OWNER sent with every HOLD

@@ -34,13 +34,13 @@
 
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
 use ::tokio::sync::oneshot;
 
-use crate::{Cancel, Dial, Error, ErrorKind, Lease, Options, Value};
+use crate::{Cancel, Dial, Error, ErrorKind, Leader, Lease, Options, Value};
 
 /// A tenure store, as [`crate::Store`], with async methods. Clones share
 /// its connections.
@@ -203,6 +203,64 @@ impl Lock {
         self.run(key, f, true, true).await
     }
 
+    /// Campaigns in the election `key` (SPEC §12), as
+    /// [`crate::Lock::campaign`]: [`hold`](Lock::hold) with `value` as the
+    /// lease's owner and no wait limit. A leadership lost while the future
+    /// runs drops it at its next await, and campaign returns
+    /// [`ErrorKind::Lost`]; the future's end resigns.
+    pub async fn campaign<T, F, Fut>(&self, key: &str, value: &str, f: F) -> Result<T, Error>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        Lock(self.0.candidate(key, value)?)
+            .run(key, f, false, false)
+            .await
+    }
+
+    /// The election `key`'s leader now, or `None`, as [`crate::Lock::leader`].
+    pub async fn leader(&self, key: &str) -> Result<Option<Leader>, Error> {
+        let (lock, key) = (self.0.clone(), key.to_owned());
+        off_runtime(move || lock.leader(&key)).await
+    }
+
+    /// Follows the election `key`, as [`crate::Lock::observe`]: the
+    /// [`Observer`]'s `next().await` is the leader now (or `None`: no one
+    /// leads) first, then every change. The LOCK.WATCH loop runs on a
+    /// thread of the SDK's own; dropping the Observer ends it (within half
+    /// the store's read timeout).
+    ///
+    /// ```no_run
+    /// # async fn run(lock: tenure_locks::tokio::Lock) -> Result<(), tenure_locks::Error> {
+    /// let mut leaders = lock.observe("scheduler").await?;
+    /// while let Some(ld) = leaders.next().await {
+    ///     match ld {
+    ///         Some(ld) => println!("{} leads, term {}", ld.owner, ld.fence),
+    ///         None => println!("no leader"),
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn observe(&self, key: &str) -> Result<Observer, Error> {
+        let cancel = Cancel::new();
+        let (lock, key, stop) = (self.0.clone(), key.to_owned(), cancel.clone());
+        let sync = off_runtime(move || lock.observer(&key, Some(stop))).await?;
+        let (tx, rx) = ::tokio::sync::mpsc::channel(1);
+        let error = Arc::new(Mutex::new(None));
+        let ended = error.clone();
+        std::thread::spawn(move || {
+            let mut sync = sync;
+            for ld in sync.by_ref() {
+                if tx.blocking_send(ld).is_err() {
+                    return; // the Observer was dropped
+                }
+            }
+            *ended.lock().unwrap_or_else(|e| e.into_inner()) = sync.error().cloned();
+        });
+        Ok(Observer { rx, cancel, error })
+    }
+
     async fn run<T, F, Fut>(
         &self,
         key: &str,
@@ -290,6 +348,36 @@ impl Lock {
             Ok(Err(e)) => Err(e),
             Err(_) => Err(Error::new(ErrorKind::Other, "the hold's thread ended")),
         }
+    }
+}
+
+/// The leaders of an election, as [`Lock::observe`] follows them.
+#[derive(Debug)]
+pub struct Observer {
+    rx: ::tokio::sync::mpsc::Receiver<Option<Leader>>,
+    cancel: Cancel,
+    error: Arc<Mutex<Option<Error>>>,
+}
+
+impl Observer {
+    /// The next leader (`Some(Some(leader))`) or "no one leads"
+    /// (`Some(None)`), waiting until the store reports a change; `None`
+    /// once the store refused for good ([`error`](Observer::error) says
+    /// why). Cancel-safe: dropping the future loses no leader.
+    pub async fn next(&mut self) -> Option<Option<Leader>> {
+        self.rx.recv().await
+    }
+
+    /// Why the observer ended, if the store refused (as
+    /// [`crate::Observer::error`]).
+    pub fn error(&self) -> Option<Error> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        self.cancel.cancel();
     }
 }
 

@@ -16,6 +16,11 @@ export interface Conn {
 export interface Driver {
   /** Sends one command on the user's client. */
   call(args: string[]): Promise<unknown>;
+  /**
+   * Sends one command on the user's client, its integers as strings or
+   * bigints where a number would lose digits (fences past 2^53).
+   */
+  read(args: string[]): Promise<unknown>;
   /** Opens a duplicate of the user's client that does not reconnect. */
   open(): Promise<Conn>;
 }
@@ -74,6 +79,7 @@ function nodeRedisDriver(client: AnyClient): Driver {
     cluster ? c.sendCommand(routingKey(args), false, args, options) : c.sendCommand(args, options);
   return {
     call: (args) => sent(send(client, args)),
+    read: (args) => sent(send(client, args, { typeMapping: { [RESP_NUMBER]: String } })),
     async open() {
       const o = client.options ?? {};
       // Its own connection fails rather than queues or reconnects: the SDK
@@ -109,8 +115,21 @@ function nodeRedisDriver(client: AnyClient): Driver {
 }
 
 function ioredisDriver(client: AnyClient): Driver {
-  return {
+  const d: Driver = {
     call: (args) => sent(client.call(args[0], ...args.slice(1))),
+    // ioredis parses integers as numbers unless its connection says
+    // stringNumbers: a reply with one past 2^53 is asked again on a
+    // connection of the SDK's own that does.
+    async read(args) {
+      const r = await d.call(args);
+      if (!unsafe(r)) return r;
+      const conn = await d.open();
+      try {
+        return await conn.send(args);
+      } finally {
+        conn.close();
+      }
+    },
     async open() {
       const perNode = {
         stringNumbers: true, // fences past 2^53
@@ -142,4 +161,12 @@ function ioredisDriver(client: AnyClient): Driver {
       };
     },
   };
+  return d;
+}
+
+/** Whether a reply holds a number that may have lost digits. */
+function unsafe(r: unknown): boolean {
+  if (typeof r === 'number') return !Number.isSafeInteger(r) && Number.isInteger(r);
+  if (Array.isArray(r)) return r.some(unsafe);
+  return false;
 }

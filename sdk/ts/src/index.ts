@@ -15,6 +15,7 @@ import { Lock, type LockOptions } from './lock.js';
 
 export { Lock, type LockOptions, type HoldOptions } from './lock.js';
 export { Lease } from './lease.js';
+export type { Leader } from './election.js';
 export { LostError, NotHeldError, OptionError, Reason, StoreError, TenureError } from './errors.js';
 export type { Duration } from './duration.js';
 

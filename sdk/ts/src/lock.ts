@@ -6,6 +6,7 @@ import { type Duration, show, toMs } from './duration.js';
 import {
   LostError, NotHeldError, OptionError, Reason, ReplyError, StoreError, describe, lostReason, superseded, transient,
 } from './errors.js';
+import { type Leader, leaderOf, observe } from './election.js';
 import { type Grant, Lease } from './lease.js';
 import { Mailbox, STOPPED, TIMEOUT, attempts, now, sleep, within } from './timing.js';
 
@@ -108,6 +109,7 @@ export class Lock {
   readonly owner: string;
   readonly #wait: number | undefined;
   readonly #driver: Driver;
+  readonly #opts: LockOptions;
 
   /** @internal */
   constructor(driver: Driver, name: string, opts: LockOptions = {}) {
@@ -135,6 +137,7 @@ export class Lock {
       throw bad(`owner ${JSON.stringify(owner)}: must be 1 to ${maxOwnerLen} bytes`);
     }
     this.#driver = driver;
+    this.#opts = { ...opts };
     this.name = name;
     this.ttl = Math.round(ttl);
     this.maxHold = maxHold === undefined ? undefined : Math.round(maxHold);
@@ -171,6 +174,75 @@ export class Lock {
    */
   tryHold<T>(key: string, fn: (lease: Lease) => T | Promise<T>, options: HoldOptions = {}): Promise<T> {
     return this.#run(key, fn, true, options);
+  }
+
+  /**
+   * Campaigns in the election key (SPEC §12): waits in line, with no limit
+   * but options.signal (the lock's wait does not apply: a candidate waits
+   * its turn), until it leads, then runs fn as the leader. value (1 to 256
+   * bytes: its address, say) is what leader() and observe() show of it,
+   * and `lease.fence` is its term.
+   *
+   * It is hold with value as the lease's owner, by the same rules:
+   * `lease.signal` aborts the moment the leadership is lost (revoked,
+   * expired, the store restarted), and campaign then rejects with a
+   * LostError even if fn resolved; when fn settles the key is let go,
+   * which is resigning, and the next candidate in line leads at once.
+   *
+   * Whatever a leader writes to a resource that others may write after it
+   * should carry its term (SET … FENCE, or the resource's own check of the
+   * fence), so that a leader that lost its lease without noticing (a
+   * paused process) cannot overwrite its successor's work.
+   */
+  campaign<T>(key: string, value: string, fn: (lease: Lease) => T | Promise<T>, options: { signal?: AbortSignal } = {}): Promise<T> {
+    if (typeof value !== 'string' || Buffer.byteLength(value) === 0 || Buffer.byteLength(value) > maxOwnerLen) {
+      return Promise.reject(new OptionError(
+        `campaign ${this.name} ${JSON.stringify(key)}: the value must be 1 to ${maxOwnerLen} bytes`));
+    }
+    const candidate = new Lock(this.#driver, this.name, { ...this.#opts, owner: value, wait: undefined });
+    return candidate.hold(key, fn, { signal: options.signal });
+  }
+
+  /**
+   * The election key's leader now (LOCK.INFO), or null when no one leads.
+   * On a key held shared or with a limit it is the newest of its holders.
+   */
+  async leader(key: string): Promise<Leader | null> {
+    const what = `leader of ${this.name} ${JSON.stringify(key)}`;
+    let reply: unknown;
+    try {
+      reply = await this.#driver.read(['LOCK.INFO', this.name, key]);
+    } catch (e) {
+      if (e instanceof ReplyError) throw refused(what, e);
+      throw e;
+    }
+    return leaderOf(reply);
+  }
+
+  /**
+   * Follows the election key: yields the current leader (or null: none)
+   * first, then every change the store reports (LOCK.WATCH), until
+   * options.signal aborts or the loop is left (break, return, throw). A
+   * consumer that is slow sees the latest leader, not every one that came
+   * and went meanwhile.
+   *
+   * The fences of the leaders it yields only increase: it never yields a
+   * term older than one it yielded. It outlives cut connections, store
+   * restarts and cluster failovers by watching again, on a connection of
+   * its own, with the last fence it saw: a new epoch shows as null, then
+   * the new leader. Errors it may outlast (the network, -TRYAGAIN,
+   * -CLUSTERDOWN) it retries every 50 ms to 1 s; a refusal no retry cures
+   * (a user that may not read, a store without LOCK.WATCH) ends it with a
+   * StoreError.
+   *
+   * ```ts
+   * for await (const ld of lock.observe('main', { signal })) {
+   *   console.log(ld === null ? 'no leader' : `${ld.owner} leads, term ${ld.fence}`);
+   * }
+   * ```
+   */
+  observe(key: string, options: { signal?: AbortSignal } = {}): AsyncIterable<Leader | null> {
+    return observe(this.#driver, this.name, key, options.signal);
   }
 
   async #run<T>(key: string, fn: (lease: Lease) => T | Promise<T>, tryOnce: boolean, options: HoldOptions): Promise<T> {

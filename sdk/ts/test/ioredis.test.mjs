@@ -1,5 +1,7 @@
+import { elections } from './elections.mjs';
 import { kinds } from './kinds.mjs';
 import { suite } from './suite.mjs';
 
 suite('ioredis 5');
 kinds('ioredis 5');
+elections('ioredis 5');

@@ -1,5 +1,7 @@
+import { elections } from './elections.mjs';
 import { kinds } from './kinds.mjs';
 import { suite } from './suite.mjs';
 
 suite('node-redis 6 (RESP2)');
 kinds('node-redis 6 (RESP2)');
+elections('node-redis 6 (RESP2)');

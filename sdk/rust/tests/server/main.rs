@@ -7,6 +7,7 @@ mod resp;
 
 mod client;
 mod cluster;
+mod elections;
 mod faults;
 mod frozen;
 mod hold;
