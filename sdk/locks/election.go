@@ -171,10 +171,10 @@ func (l *Lock) observe(ctx context.Context, key string, out chan<- Leader) {
 	// (within a chunk: its TIMEOUT).
 	answers := make(chan watched, 1)
 	for {
-		go func() {
-			ld, err := l.watch(ctx, key, fence)
+		go func(now bool) {
+			ld, err := l.watch(ctx, key, fence, now)
 			answers <- watched{ld, err}
-		}()
+		}(!yielded)
 		var w watched
 		select {
 		case w = <-answers:
@@ -214,10 +214,19 @@ func (l *Lock) observe(ctx context.Context, key string, out chan<- Leader) {
 	}
 }
 
-// watch sends one LOCK.WATCH, waiting at most one chunk.
-func (l *Lock) watch(ctx context.Context, key string, fence int64) (Leader, error) {
-	v, err := l.store.Do(ctx, "LOCK.WATCH", l.name, key, "FENCE", strconv.FormatInt(fence, 10),
-		"TIMEOUT", max(ms(l.chunk), 1)).Result()
+// watch sends one LOCK.WATCH, waiting at most one chunk; with now, it asks
+// LOCK.INFO instead (the same reply's shape), for the first answer: a
+// LOCK.WATCH with FENCE 0 on a free key would wait for a change rather than
+// say "none" at once (SPEC §3).
+func (l *Lock) watch(ctx context.Context, key string, fence int64, now bool) (Leader, error) {
+	var v any
+	var err error
+	if now {
+		v, err = l.store.Do(ctx, "LOCK.INFO", l.name, key).Result()
+	} else {
+		v, err = l.store.Do(ctx, "LOCK.WATCH", l.name, key, "FENCE", strconv.FormatInt(fence, 10),
+			"TIMEOUT", max(ms(l.chunk), 1)).Result()
+	}
 	if errors.Is(err, redis.Nil) {
 		return Leader{}, nil
 	}

@@ -82,9 +82,15 @@ func TestElectionObserveNoneThenAThenB(t *testing.T) {
 	if ld, err := l.Leader(ctx, "main"); err != nil || ld != nil {
 		t.Fatalf("Leader of a free key: %v %v", ld, err)
 	}
+	began := time.Now()
 	obs := l.Observe(ctx, "main")
 	if ld := next(t, obs, "the first leader"); !ld.None() {
 		t.Fatalf("first: %v, want none", ld)
+	}
+	// The first answer says "none" at once, not after a LOCK.WATCH's chunk
+	// waiting for a change of a free key (SPEC §3: FENCE 0 is "no lease").
+	if took := time.Since(began); took > 2*time.Second {
+		t.Fatalf("the first answer took %v; a free key's none should come at once", took)
 	}
 	a := campaign(l, "main", "node-a:8080")
 	la := recv(t, a.leading, 5*time.Second, "A leads")
