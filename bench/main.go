@@ -101,14 +101,18 @@ func scenarios(s *settings) []*scenario {
 		return []row{{prefix + "p50_ms", label + " p50", "ms"}, {prefix + "p99_ms", label + " p99", "ms"}, {prefix + "p999_ms", label + " p999", "ms"}}
 	}
 	ks := func(name, op string, pipelined bool) *scenario {
-		title := fmt.Sprintf("%s, %d clients, one command a round trip", strings.ToUpper(op), s.clients)
+		group, what := "6", strings.ToUpper(op)
+		if op == "evalsha" {
+			group, what = "9", "EVALSHA of a compare-and-set script (GET, then SET: one write)"
+		}
+		title := fmt.Sprintf("%s, %d clients, one command a round trip", what, s.clients)
 		unit := "latency"
 		if pipelined {
-			title = fmt.Sprintf("%s, %d clients, pipelines of %d", strings.ToUpper(op), s.clients, s.pipeline)
+			title = fmt.Sprintf("%s, %d clients, pipelines of %d", what, s.clients, s.pipeline)
 			unit = "pipeline"
 		}
 		rate, lat := row{"ops_per_sec", "commands/s", "ops"}, pct("", unit)
-		return &scenario{Name: name, Group: "6", Title: title, Run: keyspace(op, pipelined, s.clients),
+		return &scenario{Name: name, Group: group, Title: title, Run: keyspace(op, pipelined, s.clients),
 			Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat}
 	}
 	durable := func(clients int) *scenario {
@@ -160,6 +164,24 @@ func scenarios(s *settings) []*scenario {
 		durable(1),
 		durable(8),
 		durable(50),
+		ks("evalsha", "evalsha", false),
+		ks("evalsha-pipelined", "evalsha", true),
+		{Name: "recipe", Group: "10", Title: fmt.Sprintf("the Redis lock recipe unmodified (SET NX PX + compare-and-delete by EVALSHA), %d clients on keys of their own; on tenure, LOCK.HOLD+RELEASE in the same run", s.clients),
+			Run: recipe, Rate: cycles, Latency: cycleLat,
+			Rows: rows([]row{{"ops_per_sec", "recipe cycles/s", "ops"}}, pct("", "recipe cycle"), cpuRows("recipe cycle"),
+				[]row{{"lock_ops_per_sec", "LOCK.HOLD+RELEASE cycles/s, same server", "ops"}}, pct("lock_", "LOCK.* cycle"),
+				[]row{{"lock_cpu_us_per_op", "server CPU per LOCK.* cycle", "us"}, {"lock_gain", "LOCK.* cycles/s ÷ recipe cycles/s", "x"}, errorsRow})},
+		{Name: "semaphore", Group: "11", Title: fmt.Sprintf("semaphore: %d clients on one key of %d permits, acquire+release, no work while held: tenure LOCK.HOLD … LIMIT %d; Redis the sorted-set recipe (retry every %v)", s.clients, s.permits, s.permits, semRetry),
+			Run: semaphore, Rate: row{"ops_per_sec", "permits/s", "ops"}, Latency: pct("wait_", "acquire"),
+			Rows: rows([]row{{"ops_per_sec", "permits granted/s", "ops"}}, pct("wait_", "acquire"),
+				[]row{{"handoff_mean_ms", "handoff: a release to the grant it made room for, mean", "ms"}, {"held_pct", "permits held, % of the window (the rest is handoffs)", "pct"}},
+				[]row{{"fair_min", "permits per client, min", "n"}, {"fair_max", "permits per client, max", "n"}, {"most_holders", "most holders at once (client's view)", "n"}},
+				cpuRows("permit"), []row{errorsRow})},
+		{Name: "rwlock", Group: "12", Title: fmt.Sprintf("readers and writers: %d SHARED readers and %d writers on one key, hold+release, no work while held (tenure only)", s.clients-s.writers, s.writers),
+			Run: rwlock, On: tenureOnly, Rate: cycles, Latency: pct("reader_", "reader acquire"),
+			Rows: rows([]row{cycles, {"reader_per_sec", "reader grants/s", "ops"}, {"writer_per_sec", "writer grants/s", "ops"}},
+				pct("reader_", "reader acquire"), pct("writer_", "writer acquire"),
+				[]row{{"exclusion_breaches", "a writer beside another holder (client's view; must be 0)", "n"}}, cpuRows("grant"), []row{errorsRow})},
 	}
 }
 
@@ -180,7 +202,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	s := &settings{}
 	var (
-		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), or 1-8")
+		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), scripts (= evalsha,evalsha-pipelined), recipe, semaphore, rwlock, or 1-12")
 		targets  = fs.String("targets", "tenure,redis-aof,redis,etcd", "servers to run against: tenure, redis-aof, redis, etcd")
 		rounds   = fs.Int("rounds", 3, "rounds; each runs every scenario against every server once")
 		outDir   = fs.String("out", "bench/out", "`directory` for results.json, chart.svg and table.txt")
@@ -211,6 +233,8 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&s.massWaiters, "mass-waiters", 1000, "leases of the mass expiry with a waiter each, evenly among them")
 	fs.IntVar(&s.massReaders, "mass-readers", 50, "clients that PING and GET while the leases fall due")
 	fs.IntVar(&s.massLockers, "mass-lockers", 10, "clients that hold and release keys of their own, a cycle every 5 ms each, while the leases fall due")
+	fs.IntVar(&s.permits, "permits", 5, "the semaphore's LIMIT (its permits), one key")
+	fs.IntVar(&s.writers, "writers", 5, "writers among -clients in the readers+writers mix; the rest are SHARED readers")
 	fs.StringVar(&s.retry, "redis-retry", "redislock", "the recipe's retry while waiting: redislock (exponential 16-512 ms) or redsync (random 50-250 ms)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -242,6 +266,8 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		return fail("-expiry-ttl must be at least -expiry-spread + 1s, for the waiters to join in time")
 	case cs.kills < 1 || cs.settle < 0 || cs.faster < 20*time.Millisecond:
 		return fail("-cluster-kills must be at least 1, -cluster-settle not negative, -cluster-election-timeout at least 20ms")
+	case s.permits < 1 || s.permits > 65536 || s.writers < 1 || s.writers >= s.clients:
+		return fail("-permits must be from 1 to 65536, -writers at least 1 and fewer than -clients")
 	case retryStrategies[s.retry] == nil:
 		return fail("-redis-retry %q: want redislock or redsync", s.retry)
 	}
@@ -476,7 +502,7 @@ func pickScenarios(all []*scenario, spec string) ([]*scenario, error) {
 		f = strings.TrimSpace(f)
 		found := false
 		for _, sc := range all {
-			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") {
+			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") || (f == "scripts" && sc.Group == "9") {
 				want[sc.Name], found = true, true
 			}
 		}
