@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The checker must see what it is there to see: each case is a small
@@ -74,6 +76,104 @@ func TestCheckFindsViolations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wantViolation(t, check(tc.events, map[string]string{}, 0), tc.want)
 		})
+	}
+}
+
+// The kinds of key beside the mutex (SPEC §12, §13): a semaphore's
+// holders never more than its limit at once in one epoch, readers beside
+// readers but a writer beside no one (LOCK-01), and the Redis recipe's
+// holders never two at once while their validity lasts, across restarts
+// too (it has no fence to tell them apart). Each bad case is a history
+// with the violation planted in it.
+func TestCheckKindsOfKey(t *testing.T) {
+	const e1, e2 = 1 << 32, 2 << 32
+	hold := func(client, key, mode string, fence, start, end int64) []Event {
+		evs := []Event{
+			{Kind: evHold, Client: client, Hold: 1, Key: key, Mode: mode, Fence: fence, Start: start, Deadline: end + 100},
+			{Kind: evEnd, Client: client, Hold: 1, Key: key, Mode: mode, Fence: fence, End: end, Deadline: end + 100},
+		}
+		if mode != modeRecipe {
+			evs = append(evs, Event{Kind: evGrant, ReqID: client, LeaseID: client, Fence: fence, End: start})
+		}
+		return evs
+	}
+	// A frozen recipe holder: its end came late, its validity earlier.
+	frozen := func(client, key string, start, deadline, end int64) []Event {
+		return []Event{
+			{Kind: evHold, Client: client, Hold: 1, Key: key, Mode: modeRecipe, Start: start, Deadline: deadline},
+			{Kind: evEnd, Client: client, Hold: 1, Key: key, Mode: modeRecipe, End: end, Deadline: deadline},
+		}
+	}
+	join := func(parts ...[]Event) []Event {
+		var all []Event
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return all
+	}
+	lim2 := modeLimit(2)
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   string
+	}{
+		{"two permits of two at once", join(hold("a", "s", lim2, e1+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30)), ""},
+		{"three permits of two at once", join(hold("a", "s", lim2, e1+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30), hold("c", "s", lim2, e1+3, 8, 40)),
+			"LOCK-01: on s (LIMIT 2), 3 holders believed they held at once in epoch 1"},
+		{"three permits of two, one after the other ended", join(hold("a", "s", lim2, e1+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30), hold("c", "s", lim2, e1+3, 10, 40)), ""},
+		{"three permits of two across a restart", join(hold("a", "s", lim2, e1+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30), hold("c", "s", lim2, e2+1, 8, 40)), ""},
+		{"a permit across a restart with a smaller fence", join(hold("a", "s", lim2, e2+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30)), "LOCK-02"},
+		{"readers together", join(hold("a", "rw", modeShared, e1+1, 0, 10), hold("b", "rw", modeShared, e1+2, 5, 30)), ""},
+		{"a writer beside a reader", join(hold("a", "rw", modeShared, e1+1, 0, 10), hold("b", "rw", modeWriter, e1+2, 5, 30)),
+			"LOCK-01: on rw, a#1 (fence 4294967297, a reader) and b#1 (fence 4294967298, a writer)"},
+		{"a reader beside a writer", join(hold("a", "rw", modeWriter, e1+1, 0, 10), hold("b", "rw", modeShared, e1+2, 5, 30)), "LOCK-01"},
+		{"two writers", join(hold("a", "rw", modeWriter, e1+1, 0, 10), hold("b", "rw", modeWriter, e1+2, 5, 30)), "LOCK-01"},
+		{"a writer after the readers", join(hold("a", "rw", modeShared, e1+1, 0, 10), hold("b", "rw", modeShared, e1+2, 5, 12), hold("c", "rw", modeWriter, e1+3, 12, 30)), ""},
+		{"recipe holders one after the other", join(hold("a", "r", modeRecipe, 0, 0, 10), hold("b", "r", modeRecipe, 0, 10, 30)), ""},
+		{"recipe holders at once", join(hold("a", "r", modeRecipe, 0, 0, 10), hold("b", "r", modeRecipe, 0, 5, 30)), "recipe: on r, a#1 and b#1 believed they held at once"},
+		{"a frozen recipe holder whose validity ran out first", join(frozen("a", "r", 0, 10, 50), hold("b", "r", modeRecipe, 0, 20, 30)), ""},
+		{"a frozen recipe holder still valid", join(frozen("a", "r", 0, 25, 50), hold("b", "r", modeRecipe, 0, 20, 30)), "recipe: on r"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantViolation(t, check(tc.events, map[string]string{}, 0), tc.want)
+		})
+	}
+}
+
+// (d) leaves out every LOCK.* command of a key held with LIMIT or SHARED
+// (the model is a mutex's): two readers granted at once, and a writer that
+// waited for them, are no violation of it; the same on a mutex's key is.
+func TestLockHistoryLeavesOutSharedKeys(t *testing.T) {
+	const e1 = 1 << 32
+	const ms = int64(1e6)
+	wire := func(key, reqid string, start, end int64, result, reply string, opts ...string) Event {
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result, Reply: reply,
+			Args: append([]string{"LOCK.HOLD", "torture-rw", key, reqid, "TTL", "1000", "WAIT", "0"}, opts...)}
+	}
+	granted := func(lease string, fence int64) string { return lease + " " + strconv.FormatInt(fence, 10) + " 1000" }
+	shared := []Event{
+		{Kind: evRestart, Detail: "epoch 1", Start: 1, Target: 1},
+		wire("rw", "a", 10, 20, "ok", granted("x", e1+1), "SHARED", "OWNER", "h:1"),
+		wire("rw", "b", 30, 40, "ok", granted("y", e1+2), "OWNER", "h:2", "SHARED"),
+		wire("rw", "c", 50, 60, "nil", "", "OWNER", "h:3"),
+	}
+	ops, dropped, _ := lockHistory(shared)
+	if len(ops) != 0 || dropped != 3 {
+		t.Fatalf("the commands of a key held SHARED: %d in the model, %d left out; want 0 and 3", len(ops), dropped)
+	}
+	// The same grants without SHARED: the model sees a second grant of a
+	// held key, and porcupine refuses it.
+	var plain []Event
+	for _, e := range shared {
+		if e.Kind == evWire {
+			e.Args = slices.DeleteFunc(slices.Clone(e.Args), func(a string) bool { return a == "SHARED" })
+		}
+		plain = append(plain, e)
+	}
+	r := &Report{}
+	checkLinearizable(r, plain, 10*time.Second)
+	if r.LinLocks.Illegal == 0 {
+		t.Fatalf("two grants of one mutex's key at once were found linearizable: %+v", r.LinLocks)
 	}
 }
 
