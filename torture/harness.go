@@ -19,19 +19,19 @@ import (
 
 // Config is one run of the harness.
 type Config struct {
-	Duration   time.Duration // how long the nemesis works
-	Seed       uint64
-	Keys       int           // keys of the lock, each with its counter
+	Duration time.Duration // how long the nemesis works
+	Seed     uint64
+	Keys     int // keys of the lock, each with its counter
 	// Beside them (SPEC §12, §13): SemKeys semaphore keys of Limit
 	// permits each, RWKeys read-write keys (SHARED readers, writers that
 	// increment the key's counter), RecipeKeys keys of the Redis lock
 	// recipe. 0: none of the kind; Limit 0 means 2.
 	SemKeys, Limit, RWKeys, RecipeKeys int
-	Goroutines int           // lock clients in the harness's process
-	Procs      int           // child processes of lock clients, which the nemesis freezes
-	PerProc    int           // lock clients in each child process
-	TTL        time.Duration // of every lease
-	Server     string        // a tenure binary; empty: build one
+	Goroutines                         int           // lock clients in the harness's process
+	Procs                              int           // child processes of lock clients, which the nemesis freezes
+	PerProc                            int           // lock clients in each child process
+	TTL                                time.Duration // of every lease
+	Server                             string        // a tenure binary; empty: build one
 	// RedisRetries is go-redis's MaxRetries for the SDK's clients; the
 	// zero value means -1, none (see newWorker).
 	RedisRetries int

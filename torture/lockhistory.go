@@ -266,8 +266,8 @@ type parsedCmd struct {
 	// multi: a HOLD with LIMIT or SHARED (SPEC §12), which linmodel.Leases,
 	// a mutex's model, does not know.
 	multi bool
-	in        linmodel.LeaseInput
-	out       linmodel.LeaseOutput
+	in    linmodel.LeaseInput
+	out   linmodel.LeaseOutput
 }
 
 // parseLockCmd reads a LOCK.HOLD, RENEW or RELEASE on the wire.
