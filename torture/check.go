@@ -142,7 +142,9 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 		}
 		for j, b := range ivs {
 			for _, a := range ivs[:j] {
-				if a.end <= b.start {
+				// b.end <= b.start: b believed nothing (its grant's
+				// reply came after its deadline, as after a freeze).
+				if a.end <= b.start || b.end <= b.start {
 					continue
 				}
 				if a.mode != b.mode && (a.mode == modeRecipe || b.mode == modeRecipe || strings.HasPrefix(a.mode, "limit:") || strings.HasPrefix(b.mode, "limit:")) {

@@ -132,6 +132,7 @@ func TestCheckKindsOfKey(t *testing.T) {
 		{"recipe holders one after the other", join(hold("a", "r", modeRecipe, 0, 0, 10), hold("b", "r", modeRecipe, 0, 10, 30)), ""},
 		{"recipe holders at once", join(hold("a", "r", modeRecipe, 0, 0, 10), hold("b", "r", modeRecipe, 0, 5, 30)), "recipe: on r, a#1 and b#1 believed they held at once"},
 		{"a frozen recipe holder whose validity ran out first", join(frozen("a", "r", 0, 10, 50), hold("b", "r", modeRecipe, 0, 20, 30)), ""},
+		{"a recipe holder whose SET's reply came after its validity", join(hold("a", "r", modeRecipe, 0, 0, 30), frozen("b", "r", 20, 10, 25)), ""},
 		{"a frozen recipe holder still valid", join(frozen("a", "r", 0, 25, 50), hold("b", "r", modeRecipe, 0, 20, 30)), "recipe: on r"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
