@@ -33,8 +33,9 @@ type Report struct {
 	OrderedGrants                    int // … HOLDs answered with a lease, checked in epoch order
 	GrantsTotal                      string
 	FinalCounts                      map[string]int64
-	LinCounters, LinLocks            linReport // (d)
-	FIFOReqIDs, FIFOIntervals        int       // (e) request ids, and their intervals proven in line
+	LinCounters, LinLocks            linReport      // (d)
+	FIFOReqIDs, FIFOIntervals        int            // (e) request ids, and their intervals proven in line
+	FIFOByLock                       map[string]int // … the intervals by lock: the semaphores' and read-write keys' apart
 
 	// Cluster is the number of nodes of the cluster the run was of, 0
 	// for one server; Epochs how many epochs granted.
@@ -531,7 +532,8 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	}
-	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line\n", r.FIFOReqIDs, r.FIFOIntervals)
+	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line (%d on semaphore keys, %d on read-write keys)\n",
+		r.FIFOReqIDs, r.FIFOIntervals, r.FIFOByLock[semLockName], r.FIFOByLock[rwLockName])
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  %s\n", v)

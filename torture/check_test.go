@@ -178,6 +178,49 @@ func TestLockHistoryLeavesOutSharedKeys(t *testing.T) {
 	}
 }
 
+// (e) on the kinds of key of SPEC §12: a waiting writer holds back the
+// readers that joined after it, and a semaphore's freed permit goes to the
+// first in line (LOCK-08); readers granted in one step with the reader
+// ahead of them are not passed-over waiters.
+func TestCheckFIFOKindsOfKey(t *testing.T) {
+	const e1 = 1 << 32
+	const ms = int64(1e6)
+	hold := func(lock, reqid string, wait, start, end int64, result, reply string, opts ...string) Event {
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result, Reply: reply,
+			Args: append([]string{"LOCK.HOLD", lock, "k", reqid, "TTL", "1000", "WAIT", strconv.FormatInt(wait, 10)}, opts...)}
+	}
+	granted := func(fence int64) string {
+		return "0123456789abcdef0123456789abcdef " + strconv.FormatInt(fence, 10) + " 1000"
+	}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   string
+	}{
+		{"a reader passed a waiting writer", []Event{
+			hold(rwLockName, "w", 100, 0, 100, "nil", ""),
+			hold(rwLockName, "r", 100, 10, 40, "ok", granted(e1+2), "SHARED", "OWNER", "h:1"),
+		}, "LOCK-08: on torture-rw k (server 1), request r joined after request w"},
+		{"readers granted in one step, in order", []Event{
+			hold(rwLockName, "a", 100, 0, 55, "error", "ERR superseded by a retry of the same request", "SHARED"),
+			hold(rwLockName, "a", 100, 50, 90, "ok", granted(e1+2), "SHARED"),
+			hold(rwLockName, "b", 100, 60, 90, "ok", granted(e1+3), "SHARED"),
+		}, ""},
+		{"a permit to a later joiner while the first waited", []Event{
+			hold(semLockName, "a", 100, 0, 100, "nil", "", "LIMIT", "2"),
+			hold(semLockName, "b", 100, 10, 40, "ok", granted(e1+5), "LIMIT", "2"),
+		}, "LOCK-08: on torture-sem k"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{}
+			checkFIFO(r, tc.events, func(format string, args ...any) {
+				r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+			})
+			wantViolation(t, r, tc.want)
+		})
+	}
+}
+
 // wantViolation fails t unless r has a violation that contains want, or,
 // with want "", none.
 func wantViolation(t *testing.T, r *Report, want string) {
