@@ -34,6 +34,7 @@ type Report struct {
 	GrantsTotal                      string
 	FinalCounts                      map[string]int64
 	LinCounters, LinLocks            linReport      // (d)
+	LinRecipe                        linReport      // (d) of the Redis recipe's keys
 	FIFOReqIDs, FIFOIntervals        int            // (e) request ids, and their intervals proven in line
 	FIFOByLock                       map[string]int // … the intervals by lock: the semaphores' and read-write keys' apart
 
@@ -532,6 +533,7 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	}
+	r.LinRecipe.print(w, "                  recipe  ", "by key")
 	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line (%d on semaphore keys, %d on read-write keys)\n",
 		r.FIFOReqIDs, r.FIFOIntervals, r.FIFOByLock[semLockName], r.FIFOByLock[rwLockName])
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // The checker must see what it is there to see: each case is a small
@@ -384,6 +386,66 @@ func TestCheckCluster(t *testing.T) {
 				t.Fatalf("the history reads as a cluster of %d", r.Cluster)
 			}
 			wantViolation(t, r, tc.want)
+		})
+	}
+}
+
+// (d) of the recipe's keys: recipeModel accepts what a store that keeps
+// SET NX PX and the scripts atomic and durable can answer, and refuses a
+// second holder while the first's PX runs, a nil SET on a key that had run
+// out, a script that extended or deleted a key it did not hold, and a
+// compare-and-delete that found its own live key gone.
+func TestRecipeModel(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	sha := map[string]string{"extend": sha1hex(recipeExtend), "delete": sha1hex(recipeRelease)}
+	set := func(token string, start, end int64, result string) Event {
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result,
+			Args: []string{"SET", recipeKey("r"), token, "NX", "PX", "1000"}}
+	}
+	script := func(which, token string, start, end int64, result, reply string) Event {
+		args := []string{"EVALSHA", sha[which], "1", recipeKey("r"), token}
+		if which == "extend" {
+			args = append(args, "1000")
+		}
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result, Reply: reply, Args: args}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		legal  bool
+	}{
+		{"take, extend, release, take again", []Event{
+			set("a", 0, 1, "ok"), script("extend", "a", 500, 501, "ok", "1"), script("delete", "a", 1200, 1201, "ok", "1"), set("b", 1300, 1301, "ok"),
+		}, true},
+		{"held: the next SET is nil", []Event{set("a", 0, 1, "ok"), set("b", 10, 11, "nil")}, true},
+		{"run out: the next SET takes it, the old holder's scripts find it gone", []Event{
+			set("a", 0, 1, "ok"), set("b", 1100, 1101, "ok"), script("extend", "a", 1200, 1201, "ok", "0"), script("delete", "a", 1300, 1301, "ok", "0"),
+		}, true},
+		{"a SET of unknown outcome explains a nil", []Event{
+			{Kind: evWire, Client: "proxy", Target: 1, Start: 0, Result: "unknown", Args: []string{"SET", recipeKey("r"), "a", "NX", "PX", "1000"}},
+			set("b", 10, 11, "nil"),
+		}, true},
+		{"NOSCRIPT changes nothing", []Event{
+			set("a", 0, 1, "ok"), script("delete", "a", 5, 6, "error", "NOSCRIPT No matching script"), set("b", 10, 11, "nil"),
+		}, true},
+		{"two holders while the first's PX runs", []Event{set("a", 0, 1, "ok"), set("b", 500, 501, "ok")}, false},
+		{"a nil SET after the key ran out", []Event{set("a", 0, 1, "ok"), set("b", 1100, 1101, "nil")}, false},
+		{"an extension of a key held by another", []Event{set("a", 0, 1, "ok"), script("extend", "b", 10, 11, "ok", "1")}, false},
+		{"an extension that kept nothing alive", []Event{
+			set("a", 0, 1, "ok"), script("extend", "a", 900, 901, "ok", "1"), set("b", 1100, 1101, "ok"),
+		}, false},
+		{"its own live key not found", []Event{set("a", 0, 1, "ok"), script("delete", "a", 10, 11, "ok", "0")}, false},
+		{"a delete that deleted nothing", []Event{set("a", 0, 1, "ok"), script("delete", "a", 10, 11, "ok", "1"), set("b", 20, 21, "nil")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, _ := recipeHistory(tc.events)
+			if len(ops) == 0 {
+				t.Fatal("no operations")
+			}
+			got := porcupine.CheckOperations(recipeModel, ops)
+			if got != tc.legal {
+				t.Fatalf("linearizable: %v, want %v", got, tc.legal)
+			}
 		})
 	}
 }

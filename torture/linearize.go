@@ -75,6 +75,8 @@ func checkLinearizable(r *Report, events []Event, budget time.Duration) {
 		}
 	}
 	counters, cDropped := counterHistory(events)
+	recipes, rDropped := recipeHistory(events)
+	r.LinRecipe.Dropped = rDropped
 	var locks []porcupine.Operation
 	var lDropped int
 	var wrong []string
@@ -101,6 +103,7 @@ func checkLinearizable(r *Report, events []Event, budget time.Duration) {
 	}{
 		{"counters", linmodel.FencedRegister, counters, &r.LinCounters},
 		{"locks", linmodel.Leases, locks, &r.LinLocks},
+		{"the Redis recipe", recipeModel, recipes, &r.LinRecipe},
 	} {
 		for _, part := range m.model.Partition(m.ops) {
 			jobs = append(jobs, job{m.what, m.model, part, m.lr})
@@ -151,6 +154,8 @@ func unknownOutcome(op porcupine.Operation) bool {
 		return out.Outcome == linmodel.Unknown
 	case linmodel.LeaseOutput:
 		return out.Outcome == linmodel.Unknown
+	case recipeOutput:
+		return out.Unknown
 	}
 	return false
 }
@@ -160,6 +165,8 @@ func partitionName(in any) string {
 	case linmodel.RegisterInput:
 		return in.Key
 	case linmodel.LeaseInput:
+		return in.Key
+	case recipeInput:
 		return in.Key
 	}
 	return "?"
