@@ -533,7 +533,11 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	}
-	r.LinRecipe.print(w, "                  recipe  ", "by key")
+	if r.Cluster > 0 {
+		fmt.Fprintf(w, "                  recipe: not checked in a cluster (an unanswered write may commit under the next leader, at no bound in time; (a) checks its holders)\n")
+	} else {
+		r.LinRecipe.print(w, "                  recipe  ", "by key")
+	}
 	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line (%d on semaphore keys, %d on read-write keys)\n",
 		r.FIFOReqIDs, r.FIFOIntervals, r.FIFOByLock[semLockName], r.FIFOByLock[rwLockName])
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))

@@ -425,6 +425,13 @@ func TestRecipeModel(t *testing.T) {
 			{Kind: evWire, Client: "proxy", Target: 1, Start: 0, Result: "unknown", Args: []string{"SET", recipeKey("r"), "a", "NX", "PX", "1000"}},
 			set("b", 10, 11, "nil"),
 		}, true},
+		{"a SET of unknown outcome, its server killed, may have done nothing", []Event{
+			{Kind: evRestart, Detail: "epoch 1", Start: 0, Target: 1},
+			{Kind: evWire, Client: "proxy", Target: 1, Start: 1 * ms, Result: "unknown", Args: []string{"SET", recipeKey("r"), "a", "NX", "PX", "1000"}},
+			{Kind: evFault, Detail: "kill: SIGKILL", Start: 5 * ms},
+			{Kind: evRestart, Detail: "epoch 2", Start: 10 * ms, Target: 2},
+			{Kind: evWire, Client: "proxy", Target: 2, Start: 100 * ms, End: 101 * ms, Result: "ok", Args: []string{"SET", recipeKey("r"), "b", "NX", "PX", "1000"}},
+		}, true},
 		{"NOSCRIPT changes nothing", []Event{
 			set("a", 0, 1, "ok"), script("delete", "a", 5, 6, "error", "NOSCRIPT No matching script"), set("b", 10, 11, "nil"),
 		}, true},

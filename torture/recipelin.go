@@ -66,7 +66,12 @@ const recipeSlack = int64(2 * time.Millisecond)
 // NX succeeds exactly when the key is absent or past its deadline, and
 // then holds it for PX from the moment it ran; the scripts extend or
 // delete it exactly when it is live and holds the caller's token.
-var recipeModel = porcupine.Model{
+//
+// A command of unknown outcome may have been done or not: the model steps
+// to both (porcupine's power-set construction of a nondeterministic
+// model), since its Return may be bounded (recipeHistory), and placed
+// last is then no longer "not done".
+var recipeModel = (&porcupine.NondeterministicModel{
 	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 		byKey := map[string][]porcupine.Operation{}
 		var keys []string
@@ -83,9 +88,17 @@ var recipeModel = porcupine.Model{
 		}
 		return out
 	},
-	Init: func() any { return recipeState{} },
-	Step: func(state, input, output any) (bool, any) {
-		return recipeStep(state.(recipeState), input.(recipeInput), output.(recipeOutput))
+	Init: func() []any { return []any{recipeState{}} },
+	Step: func(state, input, output any) []any {
+		st, in, out := state.(recipeState), input.(recipeInput), output.(recipeOutput)
+		ok, next := recipeStep(st, in, out)
+		switch {
+		case out.Unknown && next != any(st):
+			return []any{st, next}
+		case ok:
+			return []any{next}
+		}
+		return nil
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(recipeInput), output.(recipeOutput)
@@ -103,7 +116,7 @@ var recipeModel = porcupine.Model{
 		}
 		return fmt.Sprintf("%s until [%s, %s]", short(st.token), secs(st.dlo), secs(st.dhi))
 	},
-}
+}).ToModel()
 
 func short(s string) string {
 	if len(s) > 12 {
@@ -125,8 +138,8 @@ func recipeStep(st recipeState, in recipeInput, out recipeOutput) (bool, any) {
 	case recipeSet:
 		switch {
 		case out.Unknown:
-			// Done, if it was done, only on a key that was gone; placed
-			// after everything else it does nothing.
+			// Done, if it was done, only on a key that was gone (the
+			// model's Step adds: or not done).
 			if gone {
 				if st.held {
 					now = max(now, st.dlo)
@@ -221,8 +234,14 @@ func recipeCommand(args []string) bool {
 
 // recipeHistory is the recipe keys' commands of a history as operations of
 // recipeModel, and how many were left out: those answered with an error
-// that says the store did nothing (NOSCRIPT, a follower's redirection).
+// that says the store did nothing (NOSCRIPT, a follower's redirection). A
+// command of unknown outcome was processed, if at all, before its server
+// was killed (serverRuns): its Return is that bound, or none. (In a
+// cluster there is none: a leader's entry that no reply acknowledged may
+// be committed by the next leader, whenever it is elected; the run's
+// check leaves the recipe's keys to (a) there.)
 func recipeHistory(events []Event) ([]porcupine.Operation, int) {
+	runs := serverRuns(events)
 	var ops []porcupine.Operation
 	dropped := 0
 	for _, e := range events {
@@ -276,6 +295,9 @@ func recipeHistory(events []Event) ([]porcupine.Operation, int) {
 			// No reply, or an error that says nothing of what was done.
 			out.Unknown = true
 			in.Return = math.MaxInt64
+			if run, ok := runs[e.Target]; ok {
+				in.Return = run.killed
+			}
 		}
 		ops = append(ops, porcupine.Operation{Input: in, Call: in.Call, Output: out, Return: in.Return, Metadata: fmt.Sprintf("server %d", e.Target)})
 	}
