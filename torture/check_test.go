@@ -456,3 +456,18 @@ func TestRecipeModel(t *testing.T) {
 		})
 	}
 }
+
+// A recipe command of unknown outcome that reached its server after the
+// server's kill was never processed: left out, not bounded before its own
+// call (which porcupine cannot order).
+func TestRecipeHistoryAfterKill(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	ops, dropped := recipeHistory([]Event{
+		{Kind: evRestart, Detail: "epoch 1", Start: 0, Target: 1},
+		{Kind: evFault, Detail: "kill: SIGKILL", Start: 5 * ms},
+		{Kind: evWire, Client: "proxy", Target: 1, Start: 6 * ms, Result: "unknown", Args: []string{"SET", recipeKey("r"), "a", "NX", "PX", "1000"}},
+	})
+	if len(ops) != 0 || dropped != 1 {
+		t.Fatalf("%d operations, %d left out; want 0 and 1", len(ops), dropped)
+	}
+}

@@ -101,7 +101,11 @@ var recipeModel = (&porcupine.NondeterministicModel{
 		return nil
 	},
 	DescribeOperation: func(input, output any) string {
-		in, out := input.(recipeInput), output.(recipeOutput)
+		in, ok1 := input.(recipeInput)
+		out, ok2 := output.(recipeOutput)
+		if !ok1 || !ok2 {
+			return "?"
+		}
 		name := map[recipeCmd]string{recipeSet: "set nx", recipeExtendC: "extend", recipeDelete: "delete"}[in.Cmd]
 		res := map[bool]string{true: "1", false: "0"}[out.OK]
 		if out.Unknown {
@@ -296,6 +300,10 @@ func recipeHistory(events []Event) ([]porcupine.Operation, int) {
 			out.Unknown = true
 			in.Return = math.MaxInt64
 			if run, ok := runs[e.Target]; ok {
+				if run.killed < in.Call {
+					dropped++ // it reached a server already killed
+					continue
+				}
 				in.Return = run.killed
 			}
 		}
