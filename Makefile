@@ -155,11 +155,13 @@ fuzz:
 	done
 
 # The torture harness (torture/): the server under a nemesis of kills,
-# freezes, cuts and swallowed replies, its lock clients' history checked.
+# freezes, cuts and swallowed replies, its lock clients' history checked:
+# mutex keys, a semaphore key (LIMIT), a read-write key (SHARED readers,
+# writers) and a key of the Redis lock recipe (SET NX PX + EVALSHA).
 # A 40 s run is part of make test; make torture DURATION=30m runs a long one.
 # CLUSTER=3 runs a Raft cluster of three nodes under it instead (a 60 s run
 # is part of make test too): make torture CLUSTER=3 DURATION=10m.
-# Pass more flags with TORTUREFLAGS, e.g. TORTUREFLAGS='-keys 5 -seed 42'.
+# Pass more flags with TORTUREFLAGS, e.g. TORTUREFLAGS='-keys 5 -limit 3 -seed 42'.
 DURATION ?= 60s
 torture: build
 	$(GO) run ./torture -server bin/tenure -duration $(DURATION) $(if $(CLUSTER),-cluster $(CLUSTER)) $(TORTUREFLAGS)
@@ -167,8 +169,10 @@ torture: build
 clean:
 	rm -rf bin
 
-# tenure against redis-server (Debian's redis-server package) on this
-# machine: a table on stdout, results.json and chart.svg in bench/out/.
+# tenure against redis-server (Debian's redis-server package) and etcd on
+# this machine: a table on stdout, results.json and chart.svg in bench/out/;
+# the scenarios, EVALSHA, the lock recipe on tenure, semaphores and
+# readers+writers included, are in bench/README.md.
 # Pass flags with BENCHFLAGS, e.g. make bench BENCHFLAGS='-duration 2s -rounds 1'.
 # make bench BENCHFLAGS=-cluster: failover and throughput of 3-node clusters (issue 20).
 .PHONY: bench

@@ -33,12 +33,12 @@ func collectionScenarios(s *settings) []*scenario {
 				title += ", of 100"
 			}
 			rate, lat := row{"ops_per_sec", "commands/s", "ops"}, pct(unit)
-			out = append(out, &scenario{Name: name, Group: "11", Title: title, Run: collectionOps(op, pipelined, s.clients),
+			out = append(out, &scenario{Name: name, Group: "15", Family: "collections", Title: title, Run: collectionOps(op, pipelined, s.clients),
 				Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat})
 		}
 	}
 	readLat := []row{{"read_p50_ms", "others' GET p50", "ms"}, {"read_p99_ms", "others' GET p99", "ms"}, {"read_p999_ms", "others' GET p999", "ms"}}
-	out = append(out, &scenario{Name: "big-del", Group: "11",
+	out = append(out, &scenario{Name: "big-del", Group: "15", Family: "collections",
 		Title: fmt.Sprintf("DEL of a 1,000,000-member set while %d clients GET, and 2 s after", s.clients),
 		Run:   bigDel(s.clients), Rate: row{"reads_per_sec", "GET/s after the DEL", "ops"}, Latency: readLat,
 		Rows: rows([]row{{"del_ms", "DEL latency", "ms"}, {"reads_per_sec", "GET/s after the DEL", "ops"}}, readLat,

@@ -9,9 +9,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// keyspace returns the GET or SET scenario of n clients, one command a
-// round trip or pipelines of r.cfg.pipeline; ops are commands, latency is
-// per round trip.
+// casScript is the EVALSHA scenarios' script: a compare-and-set, the
+// read-modify-write people put in a script (a GET and, when the value is
+// what the caller saw, a SET). The bench passes the value the key holds as
+// both arguments, so every call reads and writes: the script's dearest
+// path, one write committed as a batch (LOCK-18).
+var casScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[1], ARGV[2]) return 1 end return 0`)
+
+// keyspace returns the GET, SET or EVALSHA (casScript) scenario of n
+// clients, one command a round trip or pipelines of r.cfg.pipeline; ops
+// are commands, latency is per round trip.
 func keyspace(op string, pipelined bool, n int) scenarioFunc {
 	return func(ctx context.Context, r *run) (map[string]float64, error) {
 		const nkeys = 10_000
@@ -50,6 +57,11 @@ func keyspace(op string, pipelined bool, n int) scenarioFunc {
 		if fill.first != nil {
 			return nil, fmt.Errorf("fill: %w", fill.first)
 		}
+		if op == "evalsha" {
+			if err := casScript.Load(ctx, c).Err(); err != nil {
+				return nil, fmt.Errorf("SCRIPT LOAD: %w", err)
+			}
+		}
 		batch := 1
 		if pipelined {
 			batch = r.cfg.pipeline
@@ -64,8 +76,21 @@ func keyspace(op string, pipelined bool, n int) scenarioFunc {
 				rng := newRand()
 				do := func(cmd redis.Cmdable) error {
 					k := keys[rng.IntN(len(keys))]
-					if op == "get" {
+					switch op {
+					case "get":
 						return cmd.Get(ctx, k).Err()
+					case "evalsha":
+						c := cmd.EvalSha(ctx, casScript.Hash(), []string{k}, value, value)
+						if pipelined {
+							return nil // Exec returns the first error
+						}
+						switch n, err := c.Int64(); {
+						case err != nil:
+							return err
+						case n != 1:
+							return fmt.Errorf("compare-and-set script returned %d on %s, want 1", n, k)
+						}
+						return nil
 					}
 					return cmd.Set(ctx, k, value, 0).Err()
 				}

@@ -102,15 +102,21 @@ func msArg(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 
 
 // tenureLocker sends what the Go SDK sends (sdk/locks/wire.go): LOCK.HOLD
 // with a fresh reqid, TTL, and a WAIT chunk of half the client's read
-// timeout, repeated with the same reqid until granted.
-type tenureLocker struct{ chunk time.Duration }
+// timeout, repeated with the same reqid until granted. opts are SPEC §12's
+// options every HOLD of it carries (LIMIT n, or SHARED), as the SDK's
+// Limit and HoldShared send them.
+type tenureLocker struct {
+	chunk time.Duration
+	opts  []any
+}
 
 func (t tenureLocker) prepare(context.Context, *redis.Client) error { return nil }
 
 func (t tenureLocker) hold(ctx context.Context, w *worker, key string, ttl time.Duration) (lease, error) {
 	reqid := token(w.rng)
 	for {
-		vals, err := w.c.Do(ctx, "LOCK.HOLD", lockName, key, reqid, "TTL", msArg(ttl), "WAIT", msArg(t.chunk)).Slice()
+		args := append([]any{"LOCK.HOLD", lockName, key, reqid, "TTL", msArg(ttl), "WAIT", msArg(t.chunk)}, t.opts...)
+		vals, err := w.c.Do(ctx, args...).Slice()
 		switch {
 		case errors.Is(err, redis.Nil):
 			if err := ctx.Err(); err != nil {

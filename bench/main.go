@@ -43,9 +43,12 @@ import (
 // scenario is one row group of the table: what it runs and what it shows.
 type scenario struct {
 	Name  string // for -scenarios and the JSON
-	Group string // the issue's scenario it belongs to: 1 to 6
-	Title string
-	Run   scenarioFunc
+	Group string // its number in the tables and bench/README.md
+	// Family, if set, is a name -scenarios takes for all the scenarios of
+	// its group (keyspace, durability, …).
+	Family string
+	Title  string
+	Run    scenarioFunc
 	// On, if not nil, says which servers it runs against; nil: tenure and
 	// the redis-servers, not etcd.
 	On    func(*target) bool
@@ -101,26 +104,30 @@ func scenarios(s *settings) []*scenario {
 		return []row{{prefix + "p50_ms", label + " p50", "ms"}, {prefix + "p99_ms", label + " p99", "ms"}, {prefix + "p999_ms", label + " p999", "ms"}}
 	}
 	ks := func(name, op string, pipelined bool) *scenario {
-		title := fmt.Sprintf("%s, %d clients, one command a round trip", strings.ToUpper(op), s.clients)
+		group, family, what := "6", "keyspace", strings.ToUpper(op)
+		if op == "evalsha" {
+			group, family, what = "11", "scripts", "EVALSHA of a compare-and-set script (GET, then SET: one write)"
+		}
+		title := fmt.Sprintf("%s, %d clients, one command a round trip", what, s.clients)
 		unit := "latency"
 		if pipelined {
-			title = fmt.Sprintf("%s, %d clients, pipelines of %d", strings.ToUpper(op), s.clients, s.pipeline)
+			title = fmt.Sprintf("%s, %d clients, pipelines of %d", what, s.clients, s.pipeline)
 			unit = "pipeline"
 		}
 		rate, lat := row{"ops_per_sec", "commands/s", "ops"}, pct("", unit)
-		return &scenario{Name: name, Group: "6", Title: title, Run: keyspace(op, pipelined, s.clients),
+		return &scenario{Name: name, Group: group, Family: family, Title: title, Run: keyspace(op, pipelined, s.clients),
 			Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat}
 	}
 	durable := func(clients int) *scenario {
 		rate, lat := row{"ops_per_sec", "commands/s", "ops"}, pct("", "latency")
-		return &scenario{Name: fmt.Sprintf("set-always-%d", clients), Group: "8",
+		return &scenario{Name: fmt.Sprintf("set-always-%d", clients), Group: "8", Family: "durability",
 			Title: fmt.Sprintf("durable SET, %d client(s), one a round trip: tenure --fsync always, Redis appendfsync always", clients),
 			Run:   keyspace("set", false, clients), On: durableServers, Start: startOptions{fsyncAlways: true},
 			Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat}
 	}
 	fanout := func(subs int) *scenario {
 		rate, lat := row{"delivered_per_sec", "messages delivered/s", "ops"}, pct("", "delivery")
-		return &scenario{Name: fmt.Sprintf("pubsub-%d", subs), Group: "10",
+		return &scenario{Name: fmt.Sprintf("pubsub-%d", subs), Group: "10", Family: "pubsub",
 			Title: fmt.Sprintf("pub/sub fan-out: %d publishers, PUBLISH to %d subscriber(s), one round trip at a time", pubsubPublishers, subs),
 			Run:   pubsubFanout(subs), Rate: rate, Latency: lat,
 			Rows: rows([]row{rate, {"published_per_sec", "PUBLISH/s", "ops"}}, lat, cpuRows("message delivered"), []row{errorsRow})}
@@ -171,7 +178,25 @@ func scenarios(s *settings) []*scenario {
 		fanout(1),
 		fanout(100),
 		fanout(1000),
-	}, collectionScenarios(s)...) // group 11: bench/collections.go
+		ks("evalsha", "evalsha", false),
+		ks("evalsha-pipelined", "evalsha", true),
+		{Name: "recipe", Group: "12", Title: fmt.Sprintf("the Redis lock recipe unmodified (SET NX PX + compare-and-delete by EVALSHA), %d clients on keys of their own; on tenure, LOCK.HOLD+RELEASE in the same run", s.clients),
+			Run: recipe, Rate: cycles, Latency: cycleLat,
+			Rows: rows([]row{{"ops_per_sec", "recipe cycles/s", "ops"}}, pct("", "recipe cycle"), cpuRows("recipe cycle"),
+				[]row{{"lock_ops_per_sec", "LOCK.HOLD+RELEASE cycles/s, same server", "ops"}}, pct("lock_", "LOCK.* cycle"),
+				[]row{{"lock_cpu_us_per_op", "server CPU per LOCK.* cycle", "us"}, {"lock_gain", "LOCK.* cycles/s ÷ recipe cycles/s", "x"}, errorsRow})},
+		{Name: "semaphore", Group: "13", Title: fmt.Sprintf("semaphore: %d clients on one key of %d permits, acquire+release, no work while held: tenure LOCK.HOLD … LIMIT %d; Redis the sorted-set recipe (retry every %v)", s.clients, s.permits, s.permits, semRetry),
+			Run: semaphore, Rate: row{"ops_per_sec", "permits/s", "ops"}, Latency: pct("wait_", "acquire"),
+			Rows: rows([]row{{"ops_per_sec", "permits granted/s", "ops"}}, pct("wait_", "acquire"),
+				[]row{{"handoff_mean_ms", "handoff: a release to the grant it made room for, mean", "ms"}, {"held_pct", "permits held, % of the window (the rest is handoffs)", "pct"}},
+				[]row{{"fair_min", "permits per client, min", "n"}, {"fair_max", "permits per client, max", "n"}, {"most_holders", "most holders at once (client's view)", "n"}},
+				cpuRows("permit"), []row{errorsRow})},
+		{Name: "rwlock", Group: "14", Title: fmt.Sprintf("readers and writers: %d SHARED readers and %d writers on one key, hold+release, no work while held (tenure only)", s.clients-s.writers, s.writers),
+			Run: rwlock, On: tenureOnly, Rate: cycles, Latency: pct("reader_", "reader acquire"),
+			Rows: rows([]row{cycles, {"reader_per_sec", "reader grants/s", "ops"}, {"writer_per_sec", "writer grants/s", "ops"}},
+				pct("reader_", "reader acquire"), pct("writer_", "writer acquire"),
+				[]row{{"exclusion_breaches", "a writer beside another holder (client's view; must be 0)", "n"}}, cpuRows("grant"), []row{errorsRow})},
+	}, collectionScenarios(s)...) // group 15: bench/collections.go
 }
 
 func main() {
@@ -191,7 +216,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	s := &settings{}
 	var (
-		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), watch, pubsub (= pubsub-1,pubsub-100,pubsub-1000), collections (= hset,hget,hgetall,sadd,sismember,smembers and -pipelined, big-del), or 1-11")
+		names    = fs.String("scenarios", "all", "comma-separated: scenarios by name, group name or number (the list is below), or all")
 		targets  = fs.String("targets", "tenure,redis-aof,redis,etcd", "servers to run against: tenure, redis-aof, redis, etcd, tenure-dashboard (tenure with its dashboard open)")
 		rounds   = fs.Int("rounds", 3, "rounds; each runs every scenario against every server once")
 		outDir   = fs.String("out", "bench/out", "`directory` for results.json, chart.svg and table.txt")
@@ -222,7 +247,17 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&s.massWaiters, "mass-waiters", 1000, "leases of the mass expiry with a waiter each, evenly among them")
 	fs.IntVar(&s.massReaders, "mass-readers", 50, "clients that PING and GET while the leases fall due")
 	fs.IntVar(&s.massLockers, "mass-lockers", 10, "clients that hold and release keys of their own, a cycle every 5 ms each, while the leases fall due")
+	fs.IntVar(&s.permits, "permits", 5, "the semaphore's LIMIT (its permits), one key")
+	fs.IntVar(&s.writers, "writers", 5, "writers among -clients in the readers+writers mix; the rest are SHARED readers")
 	fs.StringVar(&s.retry, "redis-retry", "redislock", "the recipe's retry while waiting: redislock (exponential 16-512 ms) or redsync (random 50-250 ms)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./bench [flags]\n")
+		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "\nscenarios: -scenarios takes a name, a group's number or its name\n")
+		for _, sc := range scenarios(s) {
+			fmt.Fprintf(stderr, "  %-3s %-12s %s\n", sc.Group, sc.Family, sc.Name)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -253,6 +288,8 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		return fail("-expiry-ttl must be at least -expiry-spread + 1s, for the waiters to join in time")
 	case cs.kills < 1 || cs.settle < 0 || cs.faster < 20*time.Millisecond:
 		return fail("-cluster-kills must be at least 1, -cluster-settle not negative, -cluster-election-timeout at least 20ms")
+	case s.permits < 1 || s.permits > 65536 || s.writers < 1 || s.writers >= s.clients:
+		return fail("-permits must be from 1 to 65536, -writers at least 1 and fewer than -clients")
 	case retryStrategies[s.retry] == nil:
 		return fail("-redis-retry %q: want redislock or redsync", s.retry)
 	}
@@ -487,7 +524,7 @@ func pickScenarios(all []*scenario, spec string) ([]*scenario, error) {
 		f = strings.TrimSpace(f)
 		found := false
 		for _, sc := range all {
-			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") || (f == "pubsub" && sc.Group == "10") || (f == "collections" && sc.Group == "11") {
+			if f == sc.Name || f == sc.Group || (f == sc.Family && f != "") {
 				want[sc.Name], found = true, true
 			}
 		}

@@ -54,6 +54,7 @@ func describeEnv(redisBin, etcdBin string, pins pinning, s *settings, rounds int
 			"pipeline": fmt.Sprint(s.pipeline), "redis_retry": s.retry, "etcd_expiry_holders": fmt.Sprint(s.etcdHolders),
 			"mass_leases": fmt.Sprint(s.massLeases), "mass_spread": s.massSpread.String(), "mass_lead": s.massLead.String(),
 			"mass_waiters": fmt.Sprint(s.massWaiters), "mass_readers": fmt.Sprint(s.massReaders), "mass_lockers": fmt.Sprint(s.massLockers),
+			"permits": fmt.Sprint(s.permits), "writers": fmt.Sprint(s.writers),
 		},
 	}
 	// The machine's CPUs, not this program's share of them (it may run
@@ -320,6 +321,8 @@ func format(v float64, unit string) string {
 		return fmt.Sprintf("%.1f", v)
 	case unit == "pct":
 		return fmt.Sprintf("%.0f%%", v)
+	case unit == "x":
+		return ratio(v)
 	}
 	return thousands(v)
 }

@@ -35,6 +35,8 @@ type settings struct {
 	massWaiters   int
 	massReaders   int
 	massLockers   int
+	permits       int // the semaphore's LIMIT
+	writers       int // writers among the clients of the readers+writers mix
 }
 
 // run is what a scenario gets for one run against one fresh server.

@@ -22,17 +22,22 @@ type Report struct {
 	Reads, Writes, Accepted, Fenced, Failed   int
 	LateWrites, LateAccepted, LateFenced      int
 
-	Intervals, RestartOverlaps int // (a)
-	Collisions                 int // (b) increments lost: two writes of one count
-	ByRestart, ByLate          int // … explained by a restart overlap, by a late write
-	ProxyGrants, ReqIDs        int // (c)
-	Regranted                  int // … request ids granted again after a restart
-	OrderedGrants              int // … HOLDs answered with a lease, checked in epoch order
-	GrantsTotal                string
-	FinalCounts                map[string]int64
-	LinCounters, LinLocks      linReport // (d)
-	LinColls                   linReport // (d) of hashes and sets (collections.go)
-	FIFOReqIDs, FIFOIntervals  int       // (e) request ids, and their intervals proven in line
+	Intervals, RestartOverlaps       int // (a)
+	PermitIntervals, MostPermits     int // … of semaphores' keys, and the most permits believed held at once
+	ReaderIntervals, WriterIntervals int // … of read-write keys' readers and writers
+	RecipeIntervals                  int // … of the recipe's holders
+	Collisions                       int // (b) increments lost: two writes of one count
+	ByRestart, ByLate                int // … explained by a restart overlap, by a late write
+	ProxyGrants, ReqIDs              int // (c)
+	Regranted                        int // … request ids granted again after a restart
+	OrderedGrants                    int // … HOLDs answered with a lease, checked in epoch order
+	GrantsTotal                      string
+	FinalCounts                      map[string]int64
+	LinCounters, LinLocks            linReport      // (d)
+	LinRecipe                        linReport      // (d) of the Redis recipe's keys
+	LinColls                         linReport      // (d) of hashes and sets (collections.go)
+	FIFOReqIDs, FIFOIntervals        int            // (e) request ids, and their intervals proven in line
+	FIFOByLock                       map[string]int // … the intervals by lock: the semaphores' and read-write keys' apart
 	// (f) lock events: heard, sessions, and grants checked to be among them
 	LockEvents, LockEventSessions, LockEventsChecked int
 
@@ -53,7 +58,8 @@ type interval struct {
 	client     string
 	hold       int64
 	key        string
-	fence      int64
+	mode       string // modeMutex, modeShared, …: how it held key
+	fence      int64  // 0 for the recipe's
 	start, end int64
 	overlaps   bool // with a holder of another epoch, across a restart
 }
@@ -91,7 +97,7 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 			}
 		case evHold:
 			r.Granted++
-			holds[id] = &interval{client: e.Client, hold: e.Hold, key: e.Key, fence: e.Fence, start: e.Start, end: e.Deadline}
+			holds[id] = &interval{client: e.Client, hold: e.Hold, key: e.Key, mode: e.Mode, fence: e.Fence, start: e.Start, end: e.Deadline}
 		case evEnd:
 			if iv := holds[id]; iv != nil {
 				iv.end = min(e.End, e.Deadline)
@@ -110,12 +116,17 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 	}
 
 	// (a) What holders believed: per key, no two intervals overlap in one
-	// epoch (LOCK-01); across a restart the later holder's fence is the
-	// larger (LOCK-02, LOCK-10).
+	// epoch (LOCK-01) but readers' (SHARED) with readers', and a
+	// semaphore's no more than its limit at once; across a restart the
+	// later holder's fence is the larger (LOCK-02, LOCK-10). The recipe's
+	// holders, who have no fence, never overlap at all (recipe.go).
 	byKey := map[string][]*interval{}
 	byFence := map[int64]*interval{}
 	for _, iv := range holds {
 		byKey[iv.key] = append(byKey[iv.key], iv)
+		if iv.mode == modeRecipe {
+			continue
+		}
 		if o := byFence[iv.fence]; o != nil {
 			violate("LOCK-03: fence %d was handed to two holds: %s#%d and %s#%d", iv.fence, o.client, o.hold, iv.client, iv.hold)
 		}
@@ -124,15 +135,37 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 	for key, ivs := range byKey {
 		slices.SortFunc(ivs, func(a, b *interval) int { return cmp.Compare(a.start, b.start) })
 		r.Intervals += len(ivs)
+		for _, iv := range ivs {
+			switch {
+			case iv.mode == modeShared:
+				r.ReaderIntervals++
+			case iv.mode == modeWriter:
+				r.WriterIntervals++
+			case iv.mode == modeRecipe:
+				r.RecipeIntervals++
+			}
+		}
 		for j, b := range ivs {
 			for _, a := range ivs[:j] {
-				if a.end <= b.start {
+				// b.end <= b.start: b believed nothing (its grant's
+				// reply came after its deadline, as after a freeze).
+				if a.end <= b.start || b.end <= b.start {
+					continue
+				}
+				if a.mode != b.mode && (a.mode == modeRecipe || b.mode == modeRecipe || strings.HasPrefix(a.mode, "limit:") || strings.HasPrefix(b.mode, "limit:")) {
+					violate("on %s, holds of different kinds: %s#%d (%q) and %s#%d (%q)", key, a.client, a.hold, a.mode, b.client, b.hold, b.mode)
 					continue
 				}
 				switch {
+				case a.mode == modeRecipe:
+					violate("recipe: on %s, %s#%d and %s#%d believed they held at once, for %v, neither's PX passed (less the recipe's drift)",
+						key, a.client, a.hold, b.client, b.hold, time.Duration(min(a.end, b.end)-b.start))
 				case epochOf(a.fence) == epochOf(b.fence):
-					violate("LOCK-01: on %s, %s#%d (fence %d) and %s#%d (fence %d) believed they held at once, for %v",
-						key, a.client, a.hold, a.fence, b.client, b.hold, b.fence, time.Duration(a.end-b.start))
+					if a.mode == modeShared && b.mode == modeShared || strings.HasPrefix(a.mode, "limit:") {
+						continue // readers together; permits are counted below
+					}
+					violate("LOCK-01: on %s, %s#%d (fence %d%s) and %s#%d (fence %d%s) believed they held at once, for %v",
+						key, a.client, a.hold, a.fence, modeNote(a.mode), b.client, b.hold, b.fence, modeNote(b.mode), time.Duration(min(a.end, b.end)-b.start))
 				case b.fence <= a.fence:
 					violate("LOCK-02: on %s, %s#%d (fence %d) began while %s#%d (fence %d) held, across a restart, with a smaller fence",
 						key, b.client, b.hold, b.fence, a.client, a.hold, a.fence)
@@ -142,6 +175,7 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 				}
 			}
 		}
+		checkLimit(r, key, ivs, violate)
 	}
 
 	// (b) Fences at the resource.
@@ -244,7 +278,7 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 		}
 	}
 	for f, iv := range byFence {
-		if reqOfFence[f] == nil {
+		if reqOfFence[f] == nil && iv.mode != modeRecipe {
 			violate("LOCK-03: %s#%d holds fence %d, which the server was never seen to grant", iv.client, iv.hold, f)
 		}
 	}
@@ -290,6 +324,78 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 	// (lockevents.go).
 	checkLockEvents(r, events, violate)
 	return r
+}
+
+// modeNote is how a violation names a hold's mode.
+func modeNote(mode string) string {
+	switch mode {
+	case modeMutex:
+		return ""
+	case modeShared:
+		return ", a reader"
+	case modeWriter:
+		return ", a writer"
+	}
+	return ", " + mode
+}
+
+// checkLimit is (a) for a semaphore's key (its holds' mode limit:n): within
+// one epoch, never more than n holders believed they held at once
+// (LOCK-01). ivs are the key's intervals, sorted by start.
+func checkLimit(r *Report, key string, ivs []*interval, violate func(string, ...any)) {
+	if len(ivs) == 0 || !strings.HasPrefix(ivs[0].mode, "limit:") {
+		return
+	}
+	limit, err := strconv.Atoi(strings.TrimPrefix(ivs[0].mode, "limit:"))
+	if err != nil {
+		violate("on %s, a semaphore's hold of mode %q", key, ivs[0].mode)
+		return
+	}
+	r.PermitIntervals += len(ivs)
+	byEpoch := map[int64][]*interval{}
+	for _, iv := range ivs {
+		byEpoch[epochOf(iv.fence)] = append(byEpoch[epochOf(iv.fence)], iv)
+	}
+	for epoch, ivs := range byEpoch {
+		// Sweep the starts and ends in time order, an end before a start
+		// at the same instant (the one ended as the other began).
+		type edge struct {
+			at    int64
+			delta int
+			iv    *interval
+		}
+		var edges []edge
+		for _, iv := range ivs {
+			if iv.end > iv.start {
+				edges = append(edges, edge{iv.start, 1, iv}, edge{iv.end, -1, iv})
+			}
+		}
+		slices.SortFunc(edges, func(a, b edge) int {
+			if c := cmp.Compare(a.at, b.at); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.delta, b.delta)
+		})
+		in := map[*interval]bool{}
+		for _, e := range edges {
+			if e.delta < 0 {
+				delete(in, e.iv)
+				continue
+			}
+			in[e.iv] = true
+			r.MostPermits = max(r.MostPermits, len(in))
+			if len(in) > limit {
+				var who []string
+				for iv := range in {
+					who = append(who, fmt.Sprintf("%s#%d (fence %d)", iv.client, iv.hold, iv.fence))
+				}
+				slices.Sort(who)
+				violate("LOCK-01: on %s (LIMIT %d), %d holders believed they held at once in epoch %d: %s",
+					key, limit, len(in), epoch, strings.Join(who, ", "))
+				break // one report per epoch
+			}
+		}
+	}
 }
 
 // clusterOf reads the number of nodes of a run's cluster from its config
@@ -422,6 +528,8 @@ func (r *Report) Print(w io.Writer) {
 		r.Reads, r.Writes, r.Accepted, r.Fenced, r.Failed, r.LateWrites, r.LateAccepted, r.LateFenced, r.FinalCounts)
 	fmt.Fprintf(w, "operations: %d\n", r.Holds+r.Reads+r.Writes)
 	fmt.Fprintf(w, "(a) beliefs: %d intervals, %d overlaps across a restart, each with the later fence larger\n", r.Intervals, r.RestartOverlaps)
+	fmt.Fprintf(w, "             of them %d semaphore permits (at most %d believed held at once), %d readers and %d writers of read-write keys, %d holders by the Redis recipe (never two at once)\n",
+		r.PermitIntervals, r.MostPermits, r.ReaderIntervals, r.WriterIntervals, r.RecipeIntervals)
 	fmt.Fprintf(w, "(b) fences:  %d increments lost, %d explained by a restart overlap, %d by a late write\n", r.Collisions, r.ByRestart, r.ByLate)
 	fmt.Fprintf(w, "(c) grants:  %d seen at the proxy for %d request ids, %d of them granted again after a restart; the last epoch's grants_total %s\n",
 		r.ProxyGrants, r.ReqIDs, r.Regranted, r.GrantsTotal)
@@ -433,7 +541,13 @@ func (r *Report) Print(w io.Writer) {
 		r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	}
 	r.LinColls.print(w, "                  hashes and sets", "by key and member")
-	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line\n", r.FIFOReqIDs, r.FIFOIntervals)
+	if r.Cluster > 0 {
+		fmt.Fprintf(w, "                  recipe: not checked in a cluster (an unanswered write may commit under the next leader, at no bound in time; (a) checks its holders)\n")
+	} else {
+		r.LinRecipe.print(w, "                  recipe  ", "by key")
+	}
+	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line (%d on semaphore keys, %d on read-write keys)\n",
+		r.FIFOReqIDs, r.FIFOIntervals, r.FIFOByLock[semLockName], r.FIFOByLock[rwLockName])
 	if r.LockEventSessions > 0 {
 		fmt.Fprintf(w, "(f) lock events: %d heard in %d subscriber sessions; %d grants checked to be among them, in fence order\n",
 			r.LockEvents, r.LockEventSessions, r.LockEventsChecked)

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // The checker must see what it is there to see: each case is a small
@@ -74,6 +77,148 @@ func TestCheckFindsViolations(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantViolation(t, check(tc.events, map[string]string{}, 0), tc.want)
+		})
+	}
+}
+
+// The kinds of key beside the mutex (SPEC §12, §13): a semaphore's
+// holders never more than its limit at once in one epoch, readers beside
+// readers but a writer beside no one (LOCK-01), and the Redis recipe's
+// holders never two at once while their validity lasts, across restarts
+// too (it has no fence to tell them apart). Each bad case is a history
+// with the violation planted in it.
+func TestCheckKindsOfKey(t *testing.T) {
+	const e1, e2 = 1 << 32, 2 << 32
+	hold := func(client, key, mode string, fence, start, end int64) []Event {
+		evs := []Event{
+			{Kind: evHold, Client: client, Hold: 1, Key: key, Mode: mode, Fence: fence, Start: start, Deadline: end + 100},
+			{Kind: evEnd, Client: client, Hold: 1, Key: key, Mode: mode, Fence: fence, End: end, Deadline: end + 100},
+		}
+		if mode != modeRecipe {
+			evs = append(evs, Event{Kind: evGrant, ReqID: client, LeaseID: client, Fence: fence, End: start})
+		}
+		return evs
+	}
+	// A frozen recipe holder: its end came late, its validity earlier.
+	frozen := func(client, key string, start, deadline, end int64) []Event {
+		return []Event{
+			{Kind: evHold, Client: client, Hold: 1, Key: key, Mode: modeRecipe, Start: start, Deadline: deadline},
+			{Kind: evEnd, Client: client, Hold: 1, Key: key, Mode: modeRecipe, End: end, Deadline: deadline},
+		}
+	}
+	join := func(parts ...[]Event) []Event {
+		var all []Event
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return all
+	}
+	lim2 := modeLimit(2)
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   string
+	}{
+		{"two permits of two at once", join(hold("a", "s", lim2, e1+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30)), ""},
+		{"three permits of two at once", join(hold("a", "s", lim2, e1+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30), hold("c", "s", lim2, e1+3, 8, 40)),
+			"LOCK-01: on s (LIMIT 2), 3 holders believed they held at once in epoch 1"},
+		{"three permits of two, one after the other ended", join(hold("a", "s", lim2, e1+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30), hold("c", "s", lim2, e1+3, 10, 40)), ""},
+		{"three permits of two across a restart", join(hold("a", "s", lim2, e1+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30), hold("c", "s", lim2, e2+1, 8, 40)), ""},
+		{"a permit across a restart with a smaller fence", join(hold("a", "s", lim2, e2+1, 0, 10), hold("b", "s", lim2, e1+2, 5, 30)), "LOCK-02"},
+		{"readers together", join(hold("a", "rw", modeShared, e1+1, 0, 10), hold("b", "rw", modeShared, e1+2, 5, 30)), ""},
+		{"a writer beside a reader", join(hold("a", "rw", modeShared, e1+1, 0, 10), hold("b", "rw", modeWriter, e1+2, 5, 30)),
+			"LOCK-01: on rw, a#1 (fence 4294967297, a reader) and b#1 (fence 4294967298, a writer)"},
+		{"a reader beside a writer", join(hold("a", "rw", modeWriter, e1+1, 0, 10), hold("b", "rw", modeShared, e1+2, 5, 30)), "LOCK-01"},
+		{"two writers", join(hold("a", "rw", modeWriter, e1+1, 0, 10), hold("b", "rw", modeWriter, e1+2, 5, 30)), "LOCK-01"},
+		{"a writer after the readers", join(hold("a", "rw", modeShared, e1+1, 0, 10), hold("b", "rw", modeShared, e1+2, 5, 12), hold("c", "rw", modeWriter, e1+3, 12, 30)), ""},
+		{"recipe holders one after the other", join(hold("a", "r", modeRecipe, 0, 0, 10), hold("b", "r", modeRecipe, 0, 10, 30)), ""},
+		{"recipe holders at once", join(hold("a", "r", modeRecipe, 0, 0, 10), hold("b", "r", modeRecipe, 0, 5, 30)), "recipe: on r, a#1 and b#1 believed they held at once"},
+		{"a frozen recipe holder whose validity ran out first", join(frozen("a", "r", 0, 10, 50), hold("b", "r", modeRecipe, 0, 20, 30)), ""},
+		{"a recipe holder whose SET's reply came after its validity", join(hold("a", "r", modeRecipe, 0, 0, 30), frozen("b", "r", 20, 10, 25)), ""},
+		{"a frozen recipe holder still valid", join(frozen("a", "r", 0, 25, 50), hold("b", "r", modeRecipe, 0, 20, 30)), "recipe: on r"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantViolation(t, check(tc.events, map[string]string{}, 0), tc.want)
+		})
+	}
+}
+
+// (d) leaves out every LOCK.* command of a key held with LIMIT or SHARED
+// (the model is a mutex's): two readers granted at once, and a writer that
+// waited for them, are no violation of it; the same on a mutex's key is.
+func TestLockHistoryLeavesOutSharedKeys(t *testing.T) {
+	const e1 = 1 << 32
+	const ms = int64(1e6)
+	wire := func(key, reqid string, start, end int64, result, reply string, opts ...string) Event {
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result, Reply: reply,
+			Args: append([]string{"LOCK.HOLD", "torture-rw", key, reqid, "TTL", "1000", "WAIT", "0"}, opts...)}
+	}
+	granted := func(lease string, fence int64) string { return lease + " " + strconv.FormatInt(fence, 10) + " 1000" }
+	shared := []Event{
+		{Kind: evRestart, Detail: "epoch 1", Start: 1, Target: 1},
+		wire("rw", "a", 10, 20, "ok", granted("x", e1+1), "SHARED", "OWNER", "h:1"),
+		wire("rw", "b", 30, 40, "ok", granted("y", e1+2), "OWNER", "h:2", "SHARED"),
+		wire("rw", "c", 50, 60, "nil", "", "OWNER", "h:3"),
+	}
+	ops, dropped, _ := lockHistory(shared)
+	if len(ops) != 0 || dropped != 3 {
+		t.Fatalf("the commands of a key held SHARED: %d in the model, %d left out; want 0 and 3", len(ops), dropped)
+	}
+	// The same grants without SHARED: the model sees a second grant of a
+	// held key, and porcupine refuses it.
+	var plain []Event
+	for _, e := range shared {
+		if e.Kind == evWire {
+			e.Args = slices.DeleteFunc(slices.Clone(e.Args), func(a string) bool { return a == "SHARED" })
+		}
+		plain = append(plain, e)
+	}
+	r := &Report{}
+	checkLinearizable(r, plain, 10*time.Second)
+	if r.LinLocks.Illegal == 0 {
+		t.Fatalf("two grants of one mutex's key at once were found linearizable: %+v", r.LinLocks)
+	}
+}
+
+// (e) on the kinds of key of SPEC §12: a waiting writer holds back the
+// readers that joined after it, and a semaphore's freed permit goes to the
+// first in line (LOCK-08); readers granted in one step with the reader
+// ahead of them are not passed-over waiters.
+func TestCheckFIFOKindsOfKey(t *testing.T) {
+	const e1 = 1 << 32
+	const ms = int64(1e6)
+	hold := func(lock, reqid string, wait, start, end int64, result, reply string, opts ...string) Event {
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result, Reply: reply,
+			Args: append([]string{"LOCK.HOLD", lock, "k", reqid, "TTL", "1000", "WAIT", strconv.FormatInt(wait, 10)}, opts...)}
+	}
+	granted := func(fence int64) string {
+		return "0123456789abcdef0123456789abcdef " + strconv.FormatInt(fence, 10) + " 1000"
+	}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   string
+	}{
+		{"a reader passed a waiting writer", []Event{
+			hold(rwLockName, "w", 100, 0, 100, "nil", ""),
+			hold(rwLockName, "r", 100, 10, 40, "ok", granted(e1+2), "SHARED", "OWNER", "h:1"),
+		}, "LOCK-08: on torture-rw k (server 1), request r joined after request w"},
+		{"readers granted in one step, in order", []Event{
+			hold(rwLockName, "a", 100, 0, 55, "error", "ERR superseded by a retry of the same request", "SHARED"),
+			hold(rwLockName, "a", 100, 50, 90, "ok", granted(e1+2), "SHARED"),
+			hold(rwLockName, "b", 100, 60, 90, "ok", granted(e1+3), "SHARED"),
+		}, ""},
+		{"a permit to a later joiner while the first waited", []Event{
+			hold(semLockName, "a", 100, 0, 100, "nil", "", "LIMIT", "2"),
+			hold(semLockName, "b", 100, 10, 40, "ok", granted(e1+5), "LIMIT", "2"),
+		}, "LOCK-08: on torture-sem k"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{}
+			checkFIFO(r, tc.events, func(format string, args ...any) {
+				r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+			})
+			wantViolation(t, r, tc.want)
 		})
 	}
 }
@@ -278,5 +423,87 @@ func TestCheckLockEvents(t *testing.T) {
 	checkLockEvents(&Report{}, swapped, func(f string, a ...any) { got = append(got, fmt.Sprintf(f, a...)) })
 	if len(got) != 1 || !strings.Contains(got[0], "after fence") {
 		t.Errorf("fences out of order: %q", got)
+	}
+}
+
+// (d) of the recipe's keys: recipeModel accepts what a store that keeps
+// SET NX PX and the scripts atomic and durable can answer, and refuses a
+// second holder while the first's PX runs, a nil SET on a key that had run
+// out, a script that extended or deleted a key it did not hold, and a
+// compare-and-delete that found its own live key gone.
+func TestRecipeModel(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	sha := map[string]string{"extend": sha1hex(recipeExtend), "delete": sha1hex(recipeRelease)}
+	set := func(token string, start, end int64, result string) Event {
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result,
+			Args: []string{"SET", recipeKey("r"), token, "NX", "PX", "1000"}}
+	}
+	script := func(which, token string, start, end int64, result, reply string) Event {
+		args := []string{"EVALSHA", sha[which], "1", recipeKey("r"), token}
+		if which == "extend" {
+			args = append(args, "1000")
+		}
+		return Event{Kind: evWire, Client: "proxy", Target: 1, Start: start * ms, End: end * ms, Result: result, Reply: reply, Args: args}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		legal  bool
+	}{
+		{"take, extend, release, take again", []Event{
+			set("a", 0, 1, "ok"), script("extend", "a", 500, 501, "ok", "1"), script("delete", "a", 1200, 1201, "ok", "1"), set("b", 1300, 1301, "ok"),
+		}, true},
+		{"held: the next SET is nil", []Event{set("a", 0, 1, "ok"), set("b", 10, 11, "nil")}, true},
+		{"run out: the next SET takes it, the old holder's scripts find it gone", []Event{
+			set("a", 0, 1, "ok"), set("b", 1100, 1101, "ok"), script("extend", "a", 1200, 1201, "ok", "0"), script("delete", "a", 1300, 1301, "ok", "0"),
+		}, true},
+		{"a SET of unknown outcome explains a nil", []Event{
+			{Kind: evWire, Client: "proxy", Target: 1, Start: 0, Result: "unknown", Args: []string{"SET", recipeKey("r"), "a", "NX", "PX", "1000"}},
+			set("b", 10, 11, "nil"),
+		}, true},
+		{"a SET of unknown outcome, its server killed, may have done nothing", []Event{
+			{Kind: evRestart, Detail: "epoch 1", Start: 0, Target: 1},
+			{Kind: evWire, Client: "proxy", Target: 1, Start: 1 * ms, Result: "unknown", Args: []string{"SET", recipeKey("r"), "a", "NX", "PX", "1000"}},
+			{Kind: evFault, Detail: "kill: SIGKILL", Start: 5 * ms},
+			{Kind: evRestart, Detail: "epoch 2", Start: 10 * ms, Target: 2},
+			{Kind: evWire, Client: "proxy", Target: 2, Start: 100 * ms, End: 101 * ms, Result: "ok", Args: []string{"SET", recipeKey("r"), "b", "NX", "PX", "1000"}},
+		}, true},
+		{"NOSCRIPT changes nothing", []Event{
+			set("a", 0, 1, "ok"), script("delete", "a", 5, 6, "error", "NOSCRIPT No matching script"), set("b", 10, 11, "nil"),
+		}, true},
+		{"two holders while the first's PX runs", []Event{set("a", 0, 1, "ok"), set("b", 500, 501, "ok")}, false},
+		{"a nil SET after the key ran out", []Event{set("a", 0, 1, "ok"), set("b", 1100, 1101, "nil")}, false},
+		{"an extension of a key held by another", []Event{set("a", 0, 1, "ok"), script("extend", "b", 10, 11, "ok", "1")}, false},
+		{"an extension that kept nothing alive", []Event{
+			set("a", 0, 1, "ok"), script("extend", "a", 900, 901, "ok", "1"), set("b", 1100, 1101, "ok"),
+		}, false},
+		{"its own live key not found", []Event{set("a", 0, 1, "ok"), script("delete", "a", 10, 11, "ok", "0")}, false},
+		{"a delete that deleted nothing", []Event{set("a", 0, 1, "ok"), script("delete", "a", 10, 11, "ok", "1"), set("b", 20, 21, "nil")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, _ := recipeHistory(tc.events)
+			if len(ops) == 0 {
+				t.Fatal("no operations")
+			}
+			got := porcupine.CheckOperations(recipeModel, ops)
+			if got != tc.legal {
+				t.Fatalf("linearizable: %v, want %v", got, tc.legal)
+			}
+		})
+	}
+}
+
+// A recipe command of unknown outcome that reached its server after the
+// server's kill was never processed: left out, not bounded before its own
+// call (which porcupine cannot order).
+func TestRecipeHistoryAfterKill(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	ops, dropped := recipeHistory([]Event{
+		{Kind: evRestart, Detail: "epoch 1", Start: 0, Target: 1},
+		{Kind: evFault, Detail: "kill: SIGKILL", Start: 5 * ms},
+		{Kind: evWire, Client: "proxy", Target: 1, Start: 6 * ms, Result: "unknown", Args: []string{"SET", recipeKey("r"), "a", "NX", "PX", "1000"}},
+	})
+	if len(ops) != 0 || dropped != 1 {
+		t.Fatalf("%d operations, %d left out; want 0 and 1", len(ops), dropped)
 	}
 }

@@ -23,7 +23,7 @@ type clientConfig struct {
 	ID      string        `json:"id"`
 	Addrs   []string      `json:"addrs"` // the proxies
 	Nodes   []string      `json:"nodes"` // a cluster's nodes' advertised addresses (their proxies')
-	Keys    []string      `json:"keys"`
+	Keys    keySet        `json:"keys"`
 	TTL     time.Duration `json:"ttl"`
 	Workers int           `json:"workers"`
 	Retries int           `json:"retries"`

@@ -150,6 +150,10 @@ func checkFIFO(r *Report, events []Event, violate func(string, ...any)) {
 					continue
 				}
 				r.FIFOIntervals++
+				if r.FIFOByLock == nil {
+					r.FIFOByLock = map[string]int{}
+				}
+				r.FIFOByLock[strings.SplitN(p.key, "\x00", 2)[0]]++
 				i, _ := slices.BinarySearchFunc(joiners, P+1, func(j joiner, t int64) int { return cmp.Compare(j.firstStart, t) })
 				for _, b := range joiners[i:] {
 					if b.firstStart >= L {

@@ -19,14 +19,19 @@ import (
 
 // Config is one run of the harness.
 type Config struct {
-	Duration   time.Duration // how long the nemesis works
-	Seed       uint64
-	Keys       int           // keys of the lock, each with its counter
-	Goroutines int           // lock clients in the harness's process
-	Procs      int           // child processes of lock clients, which the nemesis freezes
-	PerProc    int           // lock clients in each child process
-	TTL        time.Duration // of every lease
-	Server     string        // a tenure binary; empty: build one
+	Duration time.Duration // how long the nemesis works
+	Seed     uint64
+	Keys     int // keys of the lock, each with its counter
+	// Beside them (SPEC §12, §13): SemKeys semaphore keys of Limit
+	// permits each, RWKeys read-write keys (SHARED readers, writers that
+	// increment the key's counter), RecipeKeys keys of the Redis lock
+	// recipe. 0: none of the kind; Limit 0 means 2.
+	SemKeys, Limit, RWKeys, RecipeKeys int
+	Goroutines                         int           // lock clients in the harness's process
+	Procs                              int           // child processes of lock clients, which the nemesis freezes
+	PerProc                            int           // lock clients in each child process
+	TTL                                time.Duration // of every lease
+	Server                             string        // a tenure binary; empty: build one
 	// RedisRetries is go-redis's MaxRetries for the SDK's clients; the
 	// zero value means -1, none (see newWorker).
 	RedisRetries int
@@ -58,7 +63,7 @@ type harness struct {
 	srvs    []*server // the one server, or the nodes of a cluster
 	proxies []*proxy  // one in front of each
 	gens    atomic.Int64
-	keys    []string
+	keys    keySet
 	// nodeAddrs are a cluster's nodes' advertised addresses (--peers), as
 	// -MOVED names them: their proxies'.
 	nodeAddrs []string
@@ -108,8 +113,21 @@ func Run(cfg Config) (*Report, error) {
 		history: &History{},
 		faults:  map[string]int{},
 	}
+	if cfg.Limit <= 0 {
+		cfg.Limit = 2
+	}
+	h.keys.Limit = cfg.Limit
 	for i := range cfg.Keys {
-		h.keys = append(h.keys, fmt.Sprintf("k%d", i))
+		h.keys.Mutex = append(h.keys.Mutex, fmt.Sprintf("k%d", i))
+	}
+	for i := range cfg.SemKeys {
+		h.keys.Sem = append(h.keys.Sem, fmt.Sprintf("s%d", i))
+	}
+	for i := range cfg.RWKeys {
+		h.keys.RW = append(h.keys.RW, fmt.Sprintf("rw%d", i))
+	}
+	for i := range cfg.RecipeKeys {
+		h.keys.Recipe = append(h.keys.Recipe, fmt.Sprintf("r%d", i))
 	}
 	bin := cfg.Server
 	if bin == "" {
@@ -196,8 +214,8 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.Cluster > 0 {
 		h.logf("a cluster of %d nodes, election timeout %v", cfg.Cluster, cfg.ElectionTimeout)
 	}
-	h.logf("%d keys, %d client goroutines, %d client processes of %d, ttl %v, seed %d, faults %s, for %v",
-		cfg.Keys, cfg.Goroutines, cfg.Procs, max(cfg.PerProc, 1), cfg.TTL, cfg.Seed, strings.Join(cfg.Faults, ","), cfg.Duration)
+	h.logf("%d mutex keys, %d semaphore keys (LIMIT %d), %d read-write keys, %d keys of the Redis recipe; %d client goroutines, %d client processes of %d, ttl %v, seed %d, faults %s, for %v",
+		cfg.Keys, cfg.SemKeys, cfg.Limit, cfg.RWKeys, cfg.RecipeKeys, cfg.Goroutines, cfg.Procs, max(cfg.PerProc, 1), cfg.TTL, cfg.Seed, strings.Join(cfg.Faults, ","), cfg.Duration)
 
 	// The nemesis, for the duration.
 	start := time.Now()
@@ -254,7 +272,7 @@ func Run(cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range h.keys {
+	for _, k := range h.keys.counted() {
 		start := mono()
 		v, err := readFinal(last, counterKey(k))
 		if err != nil && !errors.Is(err, redis.Nil) {

@@ -23,9 +23,12 @@ type Event struct {
 	Client string `json:"client,omitempty"` // g3, p1.0, proxy, nemesis
 	Hold   int64  `json:"hold,omitempty"`   // the client's hold number: ties a hold's events
 	Key    string `json:"key,omitempty"`
-	Fence  int64  `json:"fence,omitempty"`
-	Start  int64  `json:"start,omitempty"`
-	End    int64  `json:"end,omitempty"`
+	// Mode is how a hold's events held Key (modeMutex, modeShared, …):
+	// what the checker allows of holds of one key at once.
+	Mode  string `json:"mode,omitempty"`
+	Fence int64  `json:"fence,omitempty"`
+	Start int64  `json:"start,omitempty"`
+	End   int64  `json:"end,omitempty"`
 	// Deadline is the holder's deadline (SPEC §8) when the event was
 	// recorded.
 	Deadline int64  `json:"deadline,omitempty"`

@@ -77,6 +77,14 @@ func checkLinearizable(r *Report, events []Event, budget time.Duration) {
 	counters, cDropped := counterHistory(events)
 	colls, collDropped := collectionHistory(events)
 	r.LinColls.Dropped = collDropped
+	var recipes []porcupine.Operation
+	if r.Cluster == 0 {
+		// In a cluster an unanswered command's effect has no bound in
+		// time (recipeHistory): (a) checks the recipe's holders there.
+		var rDropped int
+		recipes, rDropped = recipeHistory(events)
+		r.LinRecipe.Dropped = rDropped
+	}
 	var locks []porcupine.Operation
 	var lDropped int
 	var wrong []string
@@ -104,6 +112,7 @@ func checkLinearizable(r *Report, events []Event, budget time.Duration) {
 		{"counters", linmodel.FencedRegister, counters, &r.LinCounters},
 		{"locks", linmodel.Leases, locks, &r.LinLocks},
 		{"hashes and sets", memberRegister, colls, &r.LinColls},
+		{"the Redis recipe", recipeModel, recipes, &r.LinRecipe},
 	} {
 		for _, part := range m.model.Partition(m.ops) {
 			jobs = append(jobs, job{m.what, m.model, part, m.lr})
@@ -156,6 +165,8 @@ func unknownOutcome(op porcupine.Operation) bool {
 		return out.Outcome == linmodel.Unknown
 	case collOutput:
 		return out.Unknown
+	case recipeOutput:
+		return out.Unknown
 	}
 	return false
 }
@@ -168,6 +179,8 @@ func partitionName(in any) string {
 		return in.Key
 	case collInput:
 		return strings.ReplaceAll(in.Reg, "\x00", " ")
+	case recipeInput:
+		return in.Key
 	}
 	return "?"
 }

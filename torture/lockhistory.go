@@ -71,8 +71,10 @@ func serverRuns(events []Event) map[int64]serverRun {
 // lockHistory is every LOCK.* command that reached a server, as porcupine
 // operations of linmodel.Leases partitioned by (lock, key, server), and how
 // many were left out: RENEW and RELEASE of lease ids no server was seen to
-// grant (no key to put them on), and commands of unknown outcome that can
-// have had no effect (below). It also returns grants whose fence is not of
+// grant (no key to put them on), commands of unknown outcome that can
+// have had no effect (below), and every command of a key held with LIMIT
+// or SHARED (SPEC §12: the model is a mutex's; checks (a), (c) and (e)
+// hold such keys to LOCK-01, LOCK-03 and LOCK-08). It also returns grants whose fence is not of
 // the epoch of the server that granted them (LOCK-02, LOCK-10).
 //
 // A command of unknown outcome keeps porcupine searching where it may have
@@ -121,10 +123,18 @@ func lockHistory(events []Event) ([]porcupine.Operation, int, []string) {
 			m[k] = t
 		}
 	}
+	// The keys held with LIMIT or SHARED are left out, every command of
+	// theirs: the model is a mutex's. (a), (c) and (e) check them.
+	multi := map[string]bool{}
+	for _, e := range events {
+		if c, ok := parseLockCmd(e); ok && c.multi {
+			multi[c.lock+"/"+c.key] = true
+		}
+	}
 	var wrong []string
 	for _, e := range events {
 		c, ok := parseLockCmd(e)
-		if !ok || c.out.Outcome == linmodel.Unknown {
+		if !ok || c.out.Outcome == linmodel.Unknown || (c.in.Cmd == linmodel.Hold && multi[c.lock+"/"+c.key]) {
 			continue
 		}
 		if c.in.Cmd == linmodel.Hold && c.out.Outcome == linmodel.OK {
@@ -190,6 +200,10 @@ func lockHistory(events []Event) ([]porcupine.Operation, int, []string) {
 			continue
 		}
 		lock, key := c.lock, c.key
+		if c.in.Cmd == linmodel.Hold && multi[lock+"/"+key] {
+			dropped++
+			continue
+		}
 		if c.in.Cmd != linmodel.Hold {
 			l, ok := leases[c.in.ID]
 			if !ok {
@@ -249,8 +263,11 @@ func lockHistory(events []Event) ([]porcupine.Operation, int, []string) {
 // output.
 type parsedCmd struct {
 	lock, key string
-	in        linmodel.LeaseInput
-	out       linmodel.LeaseOutput
+	// multi: a HOLD with LIMIT or SHARED (SPEC §12), which linmodel.Leases,
+	// a mutex's model, does not know.
+	multi bool
+	in    linmodel.LeaseInput
+	out   linmodel.LeaseOutput
 }
 
 // parseLockCmd reads a LOCK.HOLD, RENEW or RELEASE on the wire.
@@ -267,9 +284,21 @@ func parseLockCmd(e Event) (parsedCmd, bool) {
 		}
 		c.lock, c.key = e.Args[1], e.Args[2]
 		c.in.Cmd, c.in.ReqID, c.in.TTL, c.in.Wait = linmodel.Hold, e.Args[3], lockspec.DefaultTTL.Milliseconds(), -1
-		for i := 4; i+1 < len(e.Args); i += 2 {
+		for i := 4; i < len(e.Args); i += 2 {
+			if strings.EqualFold(e.Args[i], "shared") {
+				c.multi = true
+				i-- // a flag, with no value
+				continue
+			}
+			if i+1 >= len(e.Args) {
+				return c, false
+			}
 			if strings.EqualFold(e.Args[i], "owner") {
 				continue // what the store shows of the holder (LOCK-16): not in the model
+			}
+			if strings.EqualFold(e.Args[i], "limit") {
+				c.multi = true
+				continue
 			}
 			n, err := strconv.ParseInt(e.Args[i+1], 10, 64)
 			if err != nil {

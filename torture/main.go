@@ -2,7 +2,11 @@
 // clients saw (issue 8). It starts the server as a child process, puts a TCP
 // proxy in front of it, and runs lock clients (the Go SDK, sdk/locks) as
 // goroutines and as child processes, each holding keys and incrementing a
-// counter per key under its lease, GET then SET … FENCE. Meanwhile the
+// counter per key under its lease, GET then SET … FENCE. Beside the mutex
+// keys (issues 31, 32) they hold semaphore keys (LIMIT n), read-write keys
+// (SHARED readers that read the counter, writers that increment it) and
+// keys of the Redis lock recipe (SET NX PX, compare-and-delete and
+// compare-and-pexpire scripts by EVALSHA; recipe.go). Meanwhile the
 // nemesis SIGKILLs and restarts the server, freezes client processes with
 // SIGSTOP and thaws them, cuts connections, swallows replies, and opens
 // bursts of connections. It is a test harness, not a benchmark (that is
@@ -10,8 +14,12 @@
 //
 //   - (a) what holders believed: the interval from fn's start to its end or
 //     the holder's deadline (SPEC §8), on CLOCK_MONOTONIC, never overlaps
-//     another on the same key in one epoch (LOCK-01); across a restart the
-//     later holder's fence is the larger (LOCK-02, LOCK-10);
+//     another on the same key in one epoch (LOCK-01), but a reader's a
+//     reader's, and a semaphore's key never has more than its limit at
+//     once; across a restart the later holder's fence is the larger
+//     (LOCK-02, LOCK-10). The recipe's holders (from the SET's reply to the
+//     release's send or the recipe's validity) never overlap at all, across
+//     restarts too: what the recipe promises with an fsync of every write;
 //   - (b) fences at the resource: the fence that last wrote a counter never
 //     goes back in time (LOCK-12), and every increment lost (two accepted
 //     writes of one count) is explained by a restart overlap or a write sent
@@ -23,7 +31,9 @@
 //     pass, with porcupine, partitioned by key: the counters' GET and
 //     SET … FENCE against a fenced register across restarts, the LOCK.*
 //     commands against the lease lock per key and epoch (see
-//     linearize.go). A partition porcupine cannot decide in time counts as
+//     linearize.go), but those of keys held with LIMIT or SHARED, which
+//     the mutex's model does not know, and the recipe's, which are not
+//     recorded (its holders' beliefs are checked in (a)). A partition porcupine cannot decide in time counts as
 //     a violation;
 //   - (e) first come, first served (LOCK-08): no request id is granted
 //     while one that certainly joined the line before it was certainly
@@ -65,7 +75,11 @@ func main() {
 	var (
 		duration   = flag.Duration("duration", time.Minute, "how long the nemesis works")
 		seed       = flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed")
-		keys       = flag.Int("keys", 3, "keys of the lock")
+		keys       = flag.Int("keys", 3, "mutex keys of the lock")
+		semKeys    = flag.Int("sem-keys", 1, "semaphore keys (LOCK.HOLD … LIMIT -limit)")
+		limit      = flag.Int("limit", 2, "permits of each semaphore key")
+		rwKeys     = flag.Int("rw-keys", 1, "read-write keys (SHARED readers, exclusive writers)")
+		recipeKeys = flag.Int("recipe-keys", 1, "keys of the Redis lock recipe (SET NX PX, compare-and-delete / compare-and-pexpire scripts by EVALSHA)")
 		goroutines = flag.Int("goroutines", 6, "lock clients in this process")
 		procs      = flag.Int("procs", 3, "child processes of lock clients (the nemesis freezes them)")
 		perProc    = flag.Int("per-proc", 2, "lock clients in each child process")
@@ -95,7 +109,7 @@ func main() {
 		return
 	}
 	rep, err := Run(Config{
-		Duration: *duration, Seed: *seed, Keys: *keys, Goroutines: *goroutines,
+		Duration: *duration, Seed: *seed, Keys: *keys, SemKeys: *semKeys, Limit: *limit, RWKeys: *rwKeys, RecipeKeys: *recipeKeys, Goroutines: *goroutines,
 		Procs: *procs, PerProc: *perProc, TTL: *ttl, Server: *serverBin, Race: *race, RedisRetries: *retries,
 		Faults: faultList(*faults), Cluster: *nodes, ElectionTimeout: *election, History: *history, KeepAll: *keep,
 		ClientExe: []string{os.Args[0]}, Log: os.Stderr, LinBudget: *linBudget,

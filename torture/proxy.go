@@ -212,10 +212,14 @@ type wireAsk struct {
 }
 
 // tracked says whether a request goes into the raw command history: the
-// lock module's commands and the counters' GET and SET.
+// lock module's commands, the counters' GET and SET, and the Redis
+// recipe's commands on its keys.
 func tracked(args []string) bool {
 	if len(args) < 2 {
 		return false
+	}
+	if recipeCommand(args) {
+		return true
 	}
 	switch strings.ToLower(args[0]) {
 	case "lock.hold", "lock.renew", "lock.release":

@@ -95,6 +95,7 @@ func runCISized(t *testing.T, c Config, failed string) *Report {
 	var log bytes.Buffer
 	c.Seed = uint64(time.Now().UnixNano())
 	c.Keys, c.Goroutines, c.Procs, c.PerProc, c.TTL = 3, 4, 2, 2, time.Second
+	c.SemKeys, c.Limit, c.RWKeys, c.RecipeKeys = 1, 2, 1, 1
 	c.Server, c.History, c.ClientExe, c.Log = testServer(t), history, []string{os.Args[0]}, &log
 	rep, err := Run(c)
 	var out bytes.Buffer
@@ -115,6 +116,10 @@ func runCISized(t *testing.T, c Config, failed string) *Report {
 			}
 		}
 		t.Fatalf("%d violations; the history is in torture/%s", len(rep.Violations), failed)
+	}
+	if rep.PermitIntervals == 0 || rep.ReaderIntervals == 0 || rep.WriterIntervals == 0 || rep.RecipeIntervals == 0 {
+		t.Fatalf("the kinds of key beside the mutex did too little to show anything: %d permits, %d readers, %d writers, %d recipe holders",
+			rep.PermitIntervals, rep.ReaderIntervals, rep.WriterIntervals, rep.RecipeIntervals)
 	}
 	return rep
 }
