@@ -30,6 +30,7 @@ func (c *conn) exec(args [][]byte) (end time.Time) {
 	mark := c.out.Len()
 	c.srv.stats.commandsTotal.Add(1)
 	cmd := c.dispatch(args)
+	c.serveReady() // blocking.go: clients blocked on what it pushed
 	return c.counted(cmd, start, mark)
 }
 

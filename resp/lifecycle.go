@@ -84,6 +84,7 @@ type Server struct {
 	stats   serverStats
 	metrics *metrics
 	scripts scripts // resp/scripting.go
+	blocks  blocking // resp/blocking.go: clients blocked in BLPOP and the like
 }
 
 type serverStats struct {
@@ -259,6 +260,7 @@ func (s *Server) close(ctx context.Context) error {
 	}
 	// Waiters in line are answered now; leases end with the process.
 	s.locks.Close()
+	s.blocks.unblockAll("closing")
 	s.wakeConns()
 	finished := make(chan struct{})
 	go func() { s.wg.Wait(); close(finished) }()
