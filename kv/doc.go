@@ -17,7 +17,10 @@
 // takes:
 //
 //	types.go     the types, their codes, WRONGTYPE decided (Type.check)
+//	collection.go  what every collection type shares: members, size, scans
 //	strings.go   GET, SET and the other string commands
+//	hashes.go    HSET, HGET and the other hash commands
+//	sets.go      SADD, SMEMBERS, SINTER… and the other set commands
 //	bits.go      SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
 //	lcs.go       LCS
 //	keys.go      DEL, EXISTS, EXPIRE…, TTL, TYPE, KEYS, SCAN, RENAME, COPY, OBJECT …
@@ -88,6 +91,40 @@
 // members are never read again, and the background goroutine deletes them
 // with a range deletion (storage_reclaim.go). RENAME moves the metadata
 // record alone; COPY copies the members under a new generation.
+//
+// # A new type
+//
+// A collection type (hash, set, zset, list) plugs in without touching
+// the storage files, nor DEL, EXPIRE, RENAME, COPY, TYPE, SCAN … TYPE,
+// FLUSHALL or expiry, which work on any collection's metadata record:
+//
+//  1. Its code and name are in types.go already (TypeZSet, TypeList).
+//  2. Its members are records under the generation, at sub-keys it
+//     chooses (collection.go): a member in the hashed space spaceMembers
+//     (memberSub: space, xxhash64(member), member) gets point lookups,
+//     HSCAN-style cursors (collRead.scan) and random picks
+//     (collRead.random, randomMembers) for free; other spaces are its own
+//     (spaceScores: a zset's index, sub = space, score as order-preserving
+//     bytes, member; spaceElements: a list's elements, sub = space,
+//     position BE), read in order with collRead.each/eachReverse.
+//  3. Anything it keeps of the whole collection beyond generation and size
+//     (a list's head and tail positions, an encoding flag) goes in the
+//     header's ext bytes (header.ext), written by finish with the size.
+//  4. A write command runs in update (or updateMany), opens the key with
+//     openColl (WRONGTYPE from Type.check; an empty collection if missing)
+//     or freshColl (a STORE form's dst), puts and deletes sub-keys with
+//     coll.put/del, which see the command's own earlier writes through
+//     coll.get, keeps coll.size itself (only the type knows which records
+//     are members: a zset's index entries are not), and calls finish: the
+//     header goes in the same batch as the members, and a collection left
+//     empty is deleted, its generation reclaimed.
+//  5. A read command uses readColl (one key) or readColls (several, from
+//     one snapshot); a size is the header's (collSize), never a count.
+//  6. OBJECT ENCODING names come from collectionEncoders (keys.go), a
+//     function of the header, so of size and ext; EncodingLimits holds the
+//     configured sizes.
+//  7. Errors of its own go in errors.go's list and wrap's; resp's rows
+//     follow resp/table.go's rules.
 //
 // # Expiry
 //

@@ -372,7 +372,7 @@ type Object struct {
 func (s *Store) Object(key []byte) (obj Object, ok bool, err error) {
 	ok, err = s.view(key, typeAny, func(rec record) {
 		if rec.typ != TypeString {
-			obj.Encoding = collectionEncodings[rec.typ]
+			obj.Encoding = collectionEncoders[rec.typ](headerOf(rec))
 			return
 		}
 		n, isInt := redistext.ParseInt(rec.value)
@@ -394,15 +394,23 @@ func (s *Store) Object(key []byte) (obj Object, ok bool, err error) {
 	return obj, ok, nil
 }
 
-// collectionEncodings are the encodings OBJECT ENCODING names for a
-// collection: Redis's for one too large to be packed, which is how tenure
-// keeps each, a record per member. (The issues that add the types may
-// choose Redis's names by size instead.)
-var collectionEncodings = [numTypes]string{
-	TypeHash: "hashtable",
-	TypeSet:  "hashtable",
-	TypeZSet: "skiplist",
-	TypeList: "quicklist",
+// collectionEncoders name a collection's encoding, one per type: see
+// collection.go. A type without its commands yet answers Redis's name for
+// a large one.
+var collectionEncoders = [numTypes]func(h header) string{
+	TypeString: func(header) string { return "" },
+	TypeHash:   func(h header) string { return bigOr(h, "listpack", "hashtable") },
+	TypeSet:    func(h header) string { return bigOr(h, "intset", "hashtable") },
+	TypeZSet:   func(header) string { return "skiplist" },
+	TypeList:   func(header) string { return "quicklist" },
+}
+
+// bigOr is small's name, or big's once the collection grew (extBig).
+func bigOr(h header, small, big string) string {
+	if h.isBig() {
+		return big
+	}
+	return small
 }
 
 // sharedIntegers is how many small integers Redis shares (OBJ_SHARED_INTEGERS).

@@ -104,6 +104,7 @@ type keyspace struct {
 	wg          sync.WaitGroup
 
 	generation atomic.Uint64 // the last collection generation handed out (storage_reclaim.go)
+	limits     atomic.Pointer[EncodingLimits]
 }
 
 // Open opens (creating if needed) the store in dir, upgrades an older
@@ -140,6 +141,7 @@ func Open(dir string, o Options) (*Store, error) {
 		o.MaxValueLen = defaultMaxValueLen
 	}
 	s.maxValueLen.Store(o.MaxValueLen)
+	s.SetEncodingLimits(DefaultEncodingLimits)
 	switch {
 	case o.MetaCacheKeys == 0:
 		s.metaPerStripe = defaultMetaCacheKeys / numStripes

@@ -527,7 +527,8 @@ func (s *Store) SetRange(key []byte, offset int64, value []byte) (int64, error) 
 func wrap(op string, err error) error {
 	switch err {
 	case nil, ErrNotInteger, ErrNotFloat, ErrOverflow, ErrNaN, ErrNoSuchKey,
-		ErrTooLarge, ErrFenced, ErrOffsetOutOfRange, ErrLCSTooLarge, ErrWrongType, ErrClosed:
+		ErrTooLarge, ErrFenced, ErrOffsetOutOfRange, ErrLCSTooLarge, ErrWrongType, ErrClosed,
+		ErrHashNotInteger, ErrHashNotFloat:
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)

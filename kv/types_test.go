@@ -95,7 +95,7 @@ func TestWrongType(t *testing.T) {
 	if n, err := ts.Exists(bs("h")); n != 1 || err != nil {
 		t.Errorf("EXISTS h = %d, %v", n, err)
 	}
-	if obj, ok, err := ts.Object([]byte("h")); !ok || err != nil || obj.Encoding != "hashtable" {
+	if obj, ok, err := ts.Object([]byte("h")); !ok || err != nil || obj.Encoding != "listpack" {
 		t.Errorf("OBJECT h = %+v, %v, %v", obj, ok, err)
 	}
 	for typ, want := range map[string]int{"hash": 1, "string": 1, "set": 0, "HASH": 1, "nosuchtype": 0} {

@@ -1,0 +1,187 @@
+package kv
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The collection mechanics (SPEC §13 Storage) through hash and set
+// commands: size kept in the header in the member's batch, the key gone
+// with its last member, members under one generation, reclaimed after DEL.
+
+func TestCollectionSizeFollowsMembers(t *testing.T) {
+	ts := openTest(t)
+	if n, err := ts.HSet([]byte("h"), bs("a", "1", "b", "2", "a", "3")); n != 2 || err != nil {
+		t.Fatalf("HSET = %d, %v; want 2 (a field set twice counts once)", n, err)
+	}
+	if n, _ := ts.HLen([]byte("h")); n != 2 {
+		t.Errorf("HLEN = %d, want 2", n)
+	}
+	if v, ok, _ := ts.HGet([]byte("h"), []byte("a")); !ok || string(v) != "3" {
+		t.Errorf("HGET a = %q %v, want the last value of the command, 3", v, ok)
+	}
+	gen := headerOfKey(t, ts, "h").gen
+	if got := ts.members(gen); got != 2 {
+		t.Errorf("%d member records, want 2", got)
+	}
+	if n, _ := ts.HDel([]byte("h"), bs("a", "a", "zz")); n != 1 {
+		t.Errorf("HDEL = %d, want 1", n)
+	}
+	if n, _ := ts.HDel([]byte("h"), bs("b")); n != 1 {
+		t.Errorf("HDEL b = %d, want 1", n)
+	}
+	if typ, _ := ts.Type([]byte("h")); typ != "none" {
+		t.Errorf("TYPE after the last HDEL = %q, want none", typ)
+	}
+	if err := ts.reclaimAll(); err != nil || ts.raw(nsMember) != 0 {
+		t.Errorf("reclaim: %v, %d member records left", err, ts.raw(nsMember))
+	}
+	ts.checkCounters()
+}
+
+// headerOfKey reads key's collection header from Pebble.
+func headerOfKey(t *testing.T, ts *testStore, key string) header {
+	t.Helper()
+	rec, closer, found, err := getRecord(ts.db, dataKey(hashKey([]byte(key)), []byte(key)))
+	if err != nil || !found {
+		t.Fatalf("record of %q: found %v, %v", key, found, err)
+	}
+	defer closer.Close()
+	return headerOf(rec)
+}
+
+// TestMemberScanMeetsEveryStayingMember: HSCAN/SSCAN's cursor is a hash,
+// so a member present for the whole scan is returned, whatever is added
+// and removed meanwhile.
+func TestMemberScanMeetsEveryStayingMember(t *testing.T) {
+	ts := openTest(t)
+	var stay [][]byte
+	for i := range 500 {
+		stay = append(stay, []byte("m"+strconv.Itoa(i)))
+	}
+	if _, err := ts.SAdd([]byte("s"), stay); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	cursor, round := uint64(0), 0
+	for {
+		next, out, err := ts.SScan([]byte("s"), cursor, nil, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out {
+			seen[string(m)]++
+		}
+		// Churn: add and remove others between calls.
+		churn := bs(fmt.Sprintf("x%d", round), fmt.Sprintf("y%d", round))
+		_, _ = ts.SAdd([]byte("s"), churn)
+		_, _ = ts.SRem([]byte("s"), bs(fmt.Sprintf("x%d", round-1)))
+		round++
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	for _, m := range stay {
+		if seen[string(m)] == 0 {
+			t.Errorf("member %s, present for the whole scan, never returned", m)
+		}
+	}
+}
+
+func TestCollectionEncodings(t *testing.T) {
+	ts := openTest(t)
+	enc := func(key string) string {
+		o, ok, err := ts.Object([]byte(key))
+		if err != nil || !ok {
+			t.Fatalf("OBJECT %s: %v %v", key, ok, err)
+		}
+		return o.Encoding
+	}
+	_, _ = ts.SAdd([]byte("ints"), bs("1", "2", "3"))
+	_, _ = ts.SAdd([]byte("strs"), bs("a"))
+	_, _ = ts.HSet([]byte("small"), bs("f", "v"))
+	_, _ = ts.HSet([]byte("long"), [][]byte{[]byte("f"), make([]byte, 65)})
+	for key, want := range map[string]string{"ints": "intset", "strs": "hashtable", "small": "listpack", "long": "hashtable"} {
+		if got := enc(key); got != want {
+			t.Errorf("OBJECT ENCODING %s = %s, want %s", key, got, want)
+		}
+	}
+	// Sticky, as Redis converts one way: the long value gone, still a hashtable.
+	_, _ = ts.HSet([]byte("long"), bs("f", "short"))
+	if got := enc("long"); got != "hashtable" {
+		t.Errorf("after shortening: %s, want hashtable", got)
+	}
+	ts.SetEncodingLimits(EncodingLimits{HashMaxListpackEntries: 2, HashMaxListpackValue: 64, SetMaxIntsetEntries: 3})
+	_, _ = ts.SAdd([]byte("ints"), bs("4"))
+	_, _ = ts.HSet([]byte("small"), bs("g", "v", "h", "v"))
+	if enc("ints") != "hashtable" || enc("small") != "hashtable" {
+		t.Errorf("past the limits: %s %s, want hashtable twice", enc("ints"), enc("small"))
+	}
+	if ms, _ := ts.SMembers([]byte("i2")); len(ms) != 0 {
+		t.Errorf("SMEMBERS of a missing key = %q", ms)
+	}
+	_, _ = ts.SAdd([]byte("i2"), bs("10", "-3", "2"))
+	if ms, _ := ts.SMembers([]byte("i2")); !slices.Equal(strs(ms), []string{"-3", "2", "10"}) {
+		t.Errorf("SMEMBERS of an intset = %q, want intset order", ms)
+	}
+}
+
+func strs(b [][]byte) []string {
+	out := make([]string, len(b))
+	for i := range b {
+		out[i] = string(b[i])
+	}
+	return out
+}
+
+// TestCollectionInTx: a transaction's commands see its own member writes,
+// and the whole of it commits at once.
+func TestCollectionInTx(t *testing.T) {
+	ts := openTest(t)
+	var got []byte
+	var n int64
+	_, err := ts.Tx(nil, func(tx *Store) {
+		_, _ = tx.HSet([]byte("h"), bs("a", "1"))
+		_, _ = tx.HIncrBy([]byte("h"), []byte("a"), 5)
+		got, _, _ = tx.HGet([]byte("h"), []byte("a"))
+		_, _ = tx.SAdd([]byte("s"), bs("x", "y"))
+		_, _ = tx.SMove([]byte("s"), []byte("d"), []byte("x"))
+		n, _ = tx.SCard([]byte("d"))
+	})
+	if err != nil || string(got) != "6" || n != 1 {
+		t.Fatalf("in tx: HGET %q, SCARD d %d, %v", got, n, err)
+	}
+	if ms, _ := ts.SMembers([]byte("s")); !slices.Equal(strs(ms), []string{"y"}) {
+		t.Errorf("after tx: s = %q", ms)
+	}
+	ts.checkCounters()
+}
+
+// TestCollectionExpiryReclaims: an expired hash is gone for every command,
+// and its members are reclaimed.
+func TestCollectionExpiryReclaims(t *testing.T) {
+	ts := openTest(t)
+	_, _ = ts.HSet([]byte("h"), bs("a", "1", "b", "2"))
+	if ok, _ := ts.ExpireAt([]byte("h"), ts.clock.ms(time.Second), CondNone); !ok {
+		t.Fatal("EXPIRE refused")
+	}
+	_, _ = ts.HSet([]byte("h"), bs("c", "3")) // keeps the TTL
+	if ttl := ts.ttl("h"); ttl <= 0 {
+		t.Errorf("TTL after HSET = %d, want it kept", ttl)
+	}
+	ts.clock.Advance(2 * time.Second)
+	if n, _ := ts.HLen([]byte("h")); n != 0 {
+		t.Errorf("HLEN of an expired hash = %d", n)
+	}
+	if err := ts.sweep(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.reclaimAll(); err != nil || ts.raw(nsMember) != 0 {
+		t.Errorf("after sweep and reclaim: %v, %d member records", err, ts.raw(nsMember))
+	}
+	ts.checkCounters()
+}
