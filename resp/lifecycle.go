@@ -83,7 +83,7 @@ type Server struct {
 
 	stats   serverStats
 	metrics *metrics
-	scripts scripts // resp/scripting.go
+	scripts scripts  // resp/scripting.go
 	blocks  blocking // resp/blocking.go: clients blocked in BLPOP and the like
 }
 
