@@ -476,17 +476,14 @@ func (s *Store) LPos(key, v []byte, o LPosOptions) ([]int64, error) {
 func (s *Store) LMove(src, dst []byte, fromLeft, toLeft bool) (v []byte, ok bool, err error) {
 	err = s.updateMany([][]byte{src, dst}, false, func(c *change, items []item, idx []int) error {
 		from, err := s.openColl(c, &items[idx[0]], TypeList)
-		if err != nil {
-			return err
+		if err != nil || !from.exists() {
+			return err // Redis looks at dst only once src has an element
 		}
 		to := from
 		if idx[1] != idx[0] {
 			if to, err = s.openColl(c, &items[idx[1]], TypeList); err != nil {
 				return err
 			}
-		}
-		if !from.exists() {
-			return nil
 		}
 		popped, err := from.pop(fromLeft, 1)
 		if err != nil || len(popped) == 0 {
@@ -512,4 +509,49 @@ func (cr *collRead) listElems() ([][]byte, error) {
 		return true, nil
 	})
 	return out, err
+}
+
+// ListStore makes dst a new list of elems, whatever it held (SORT …
+// STORE); none deletes it. It returns the list's length.
+func (s *Store) ListStore(dst []byte, elems [][]byte) (int64, error) {
+	var n int64
+	err := s.update(dst, false, func(c *change, it *item) error {
+		co := s.freshColl(c, it, TypeList)
+		for _, e := range elems {
+			co.push(false, e)
+		}
+		co.finish()
+		n = co.size
+		return nil
+	})
+	return n, wrap("sort", err)
+}
+
+// SortSource reads key's elements for SORT: a list's in order, a set's,
+// a zset's in its order (with desc, from the high end); WRONGTYPE for a
+// string, nil for a missing key.
+func (s *Store) SortSource(key []byte) (elems [][]byte, typ Type, err error) {
+	var found bool
+	found, err = s.view(key, typeAny, func(rec record) { typ = rec.typ })
+	if err != nil || !found {
+		return nil, 0, err
+	}
+	switch typ {
+	case TypeList:
+		_, err = s.readColl(key, TypeList, func(cr *collRead) error {
+			elems, err = cr.listElems()
+			return err
+		})
+	case TypeSet:
+		elems, err = s.SMembers(key)
+	case TypeZSet:
+		var zs []ZMember
+		zs, err = s.ZRange(key, ZRangeSpec{By: ByRank, Start: 0, Stop: -1})
+		for _, z := range zs {
+			elems = append(elems, z.Member)
+		}
+	default:
+		return nil, typ, ErrWrongType
+	}
+	return elems, typ, wrap("sort", err)
 }

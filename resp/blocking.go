@@ -8,7 +8,6 @@ import (
 
 	"github.com/tenure-db/tenure/cluster"
 	"github.com/tenure-db/tenure/internal/redistext"
-	"github.com/tenure-db/tenure/kv"
 )
 
 // Blocking pops (SPEC §13): BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP,
@@ -199,8 +198,12 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, attempt func() bool, 
 	}
 	b.byID[c.id] = w
 	b.n.Add(1)
+	c.inLine = true
 	b.mu.Unlock()
 	c.wait(w, timeout, timedOut)
+	b.mu.Lock()
+	c.inLine = false
+	b.mu.Unlock()
 }
 
 // wait sleeps until w is served or ends otherwise, and answers.
@@ -340,7 +343,7 @@ func cmdClientUnblock(c *conn, args [][]byte) {
 	}
 	id, ok := parseInt(args[2])
 	if !ok {
-		c.out.Err(kv.ErrNotInteger.Error())
+		c.out.Err(errNotInteger)
 		return
 	}
 	if c.srv.blocks.unblock(id, why) {

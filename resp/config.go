@@ -18,7 +18,7 @@ func (s *Server) configValues() [][2]string {
 	if s.cfg.LogLevel != nil {
 		level = strings.ToLower(s.cfg.LogLevel.Level().String())
 	}
-	return [][2]string{
+	return append([][2]string{
 		{"bind", host},
 		{"port", port},
 		{"dir", s.cfg.Dir},
@@ -32,7 +32,7 @@ func (s *Server) configValues() [][2]string {
 		{"loglevel", level},
 		{"busy-reply-threshold", itoa(s.scripts.threshold.Load())},
 		{"lua-time-limit", itoa(s.scripts.threshold.Load())},
-	}
+	}, s.collectionConfigValues()...)
 }
 
 // cmdConfigGet is CONFIG GET pattern [pattern ...], as Redis 7.2 answers
@@ -125,6 +125,15 @@ func cmdConfigSet(c *conn, args [][]byte) {
 				apply = append(apply, func() { c.srv.cfg.LogLevel.Set(l) })
 			}
 		default:
+			set, why, known := c.srv.collectionConfigSet(name, args[i+1])
+			if known {
+				if why != "" {
+					failed(why)
+					return
+				}
+				apply = append(apply, set)
+				break
+			}
 			c.out.Err("Unknown option or number of arguments for CONFIG SET - '" + cString(args[i], len(args[i])) + "'")
 			return
 		}

@@ -210,6 +210,7 @@ func cmdRename(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.ready(args[2]) // blocking.go: a list or zset moved into place
 	c.out.OK()
 }
 
@@ -218,6 +219,9 @@ func cmdRenameNX(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		c.ready(args[2])
 	}
 	c.out.Bool(ok)
 }
@@ -313,6 +317,9 @@ func cmdCopy(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		c.ready(args[2])
 	}
 	c.out.Bool(ok)
 }

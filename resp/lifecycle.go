@@ -83,8 +83,9 @@ type Server struct {
 
 	stats   serverStats
 	metrics *metrics
-	scripts scripts  // resp/scripting.go
-	blocks  blocking // resp/blocking.go: clients blocked in BLPOP and the like
+	scripts scripts      // resp/scripting.go
+	blocks  blocking     // resp/blocking.go: clients blocked in BLPOP and the like
+	lists   listSettings // resp/config_collections.go
 }
 
 type serverStats struct {

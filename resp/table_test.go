@@ -26,8 +26,8 @@ func TestEveryRowSaysWhatItDoes(t *testing.T) {
 			t.Errorf("%s: effect %b: a write that reads is effWrite alone", c.Name, e)
 		case e&effBatch != 0 && e&(effLocks|effBlock) != 0:
 			t.Errorf("%s: effect %b: only the keyspace's point reads and writes are batched", c.Name, e)
-		case e&effBlock != 0 && e&effLocks == 0:
-			t.Errorf("%s: effect %b: a blocking row outside the lock module needs its rules written first (MULTI, cluster)", c.Name, e)
+		case e&effBlock != 0 && e&effWrite == 0:
+			t.Errorf("%s: effect %b: a blocking row writes (LOCK.HOLD takes a lease, BLPOP pops): resp/blocking.go", c.Name, e)
 		}
 		// SPEC §5 and §13: a command that writes needs the write role, and
 		// the write role is for commands that write.
