@@ -24,7 +24,7 @@ func (s *Server) configValues() [][2]string {
 		{"dir", s.cfg.Dir},
 		{"appendonly", "yes"},
 		{"appendfsync", s.cfg.Fsync.String()},
-		{"save", ""},
+		{"save", s.saveParams()},
 		{"databases", "1"},
 		{"maxclients", itoa(s.maxClients.Load())},
 		{"proto-max-bulk-len", itoa(s.cfg.Limits.MaxBulkLen)},
@@ -88,6 +88,12 @@ func cmdConfigSet(c *conn, args [][]byte) {
 		}
 		seen[name] = true
 		switch name {
+		case "save":
+			// tenure's every write is in its log as it is answered
+			// (SPEC §6): there is no snapshot schedule to set. The text
+			// is kept for CONFIG GET, as Redis's test suite sets it and
+			// restores it.
+			apply = append(apply, func() { c.srv.save.Store(&val) })
 		case "maxclients":
 			n, ok := parseInt(args[i+1])
 			if !ok {

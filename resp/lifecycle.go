@@ -83,9 +83,10 @@ type Server struct {
 
 	stats   serverStats
 	metrics *metrics
-	scripts scripts      // resp/scripting.go
-	blocks  blocking     // resp/blocking.go: clients blocked in BLPOP and the like
-	lists   listSettings // resp/config_collections.go
+	scripts scripts                // resp/scripting.go
+	blocks  blocking               // resp/blocking.go: clients blocked in BLPOP and the like
+	lists   listSettings           // resp/config_collections.go
+	save    atomic.Pointer[string] // CONFIG SET save: kept, and answered
 }
 
 type serverStats struct {

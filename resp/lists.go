@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"errors"
+
 	"github.com/tenure-db/tenure/kv"
 )
 
@@ -48,7 +50,16 @@ func pop(c *conn, args [][]byte, left bool) {
 		}
 		count = n
 	}
-	elems, err := c.store.Pop(args[1], left, max(count, 1))
+	var elems [][]byte
+	var err error
+	if count == 0 {
+		var n int64
+		if n, err = c.store.LLen(args[1]); n > 0 {
+			elems = [][]byte{} // an empty array for a list, a null for none
+		}
+	} else {
+		elems, err = c.store.Pop(args[1], left, max(count, 1))
+	}
 	switch {
 	case err != nil:
 		c.storeError(err)
@@ -242,8 +253,12 @@ func whereArg(b []byte) (left, ok bool) {
 func (c *conn) lmove(src, dst []byte, fromLeft, toLeft bool) (answered bool) {
 	v, ok, err := c.store.LMove(src, dst, fromLeft, toLeft)
 	if err != nil {
-		if c.inLine && err == kv.ErrWrongType {
-			return false
+		if c.inLine && errors.Is(err, kv.ErrWrongType) {
+			// Met while blocked: a source of another type leaves the
+			// client blocked, a destination's is its answer (Redis).
+			if t, _ := c.store.Type(src); t != "list" {
+				return false
+			}
 		}
 		c.storeError(err)
 		return true

@@ -440,13 +440,20 @@ func zpop(c *conn, args [][]byte, max bool) {
 		}
 		count = n
 	}
-	zs, err := c.store.ZPop(args[1], max, max64(count, 1))
+	var zs []kv.ZMember
+	var err error
+	if count == 0 {
+		_, err = c.store.ZCard(args[1]) // WRONGTYPE, as Redis checks before the count
+	} else {
+		n := count
+		if n < 0 {
+			n = 1
+		}
+		zs, err = c.store.ZPop(args[1], max, n)
+	}
 	if err != nil {
 		c.storeError(err)
 		return
-	}
-	if count == 0 {
-		zs = zs[:0]
 	}
 	if count >= 0 && c.out.resp3 {
 		c.members(zs, true)
@@ -458,8 +465,6 @@ func zpop(c *conn, args [][]byte, max bool) {
 		c.out.Double(z.Score)
 	}
 }
-
-func max64(a, b int64) int64 { return max(a, b) }
 
 // mpopArgs reads LMPOP's and ZMPOP's numkeys key … LEFT|RIGHT (MIN|MAX)
 // [COUNT n], from numkeys on: the keys, whether the first word (LEFT,
@@ -611,8 +616,12 @@ func cmdZRandMember(c *conn, args [][]byte) {
 		return
 	}
 	n, ok := parseInt(args[2])
-	if !ok || n == math.MinInt64 {
+	switch {
+	case !ok:
 		c.out.Err(errNotInteger)
+		return
+	case n == math.MinInt64:
+		c.out.Err("value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 		return
 	}
 	withScores := false
@@ -682,10 +691,7 @@ func zcombineArgs(name string, args [][]byte, op kv.ZSetOp, store, card bool) (s
 			rest = rest[1:]
 		case card && w == "limit" && len(rest) >= 2:
 			l, ok := parseInt(rest[1])
-			if !ok {
-				return spec, false, 0, errNotInteger
-			}
-			if l < 0 {
+			if !ok || l < 0 {
 				return spec, false, 0, "LIMIT can't be negative"
 			}
 			limit = l
