@@ -40,6 +40,8 @@ func key(row, k string) string { return "{" + row + "}" + k }
 func representative(row string) (invocation, bool) {
 	k, k2 := key(row, "k"), key(row, "k2")
 	set := []any{"SET", k, "v"}
+	hset := []any{"HSET", k, "f", "v", "g", "w"}
+	sadd, sadd2 := []any{"SADD", k, "a", "b", "c"}, []any{"SADD", k2, "b", "c", "d"}
 	later := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
 	m := map[string]invocation{
 		// connection
@@ -151,6 +153,47 @@ func representative(row string) (invocation, bool) {
 		"object|freq":     {setup: [][]any{set}, cmd: []any{"OBJECT", "FREQ", k}, errs: true}, // no LFU policy
 		"object|refcount": {setup: [][]any{set}, cmd: []any{"OBJECT", "REFCOUNT", k}},
 		"object|help":     {cmd: []any{"OBJECT", "HELP"}},
+		"bitfield":        {cmd: []any{"BITFIELD", k, "SET", "u8", "#1", "200", "INCRBY", "i5", "100", "1", "GET", "u4", "0"}},
+		"bitfield_ro":     {setup: [][]any{set}, cmd: []any{"BITFIELD_RO", k, "GET", "u8", "0"}},
+		"save":            {cmd: []any{"SAVE"}},
+		"bgsave":          {cmd: []any{"BGSAVE", "SCHEDULE"}},
+		"memory":          {skip: "a container: its subcommands are rows"},
+		"memory|usage":    {setup: [][]any{hset}, cmd: []any{"MEMORY", "USAGE", k}},
+		"memory|help":     {cmd: []any{"MEMORY", "HELP"}},
+		// hashes and sets (SPEC §13)
+		"hset":         {cmd: []any{"HSET", k, "f", "v", "g", "w"}},
+		"hmset":        {cmd: []any{"HMSET", k, "f", "v"}},
+		"hsetnx":       {cmd: []any{"HSETNX", k, "f", "v"}},
+		"hget":         {setup: [][]any{hset}, cmd: []any{"HGET", k, "f"}},
+		"hmget":        {setup: [][]any{hset}, cmd: []any{"HMGET", k, "f", "x"}},
+		"hgetall":      {setup: [][]any{hset}, cmd: []any{"HGETALL", k}},
+		"hkeys":        {setup: [][]any{hset}, cmd: []any{"HKEYS", k}},
+		"hvals":        {setup: [][]any{hset}, cmd: []any{"HVALS", k}},
+		"hlen":         {setup: [][]any{hset}, cmd: []any{"HLEN", k}},
+		"hexists":      {setup: [][]any{hset}, cmd: []any{"HEXISTS", k, "f"}},
+		"hdel":         {setup: [][]any{hset}, cmd: []any{"HDEL", k, "f"}},
+		"hincrby":      {cmd: []any{"HINCRBY", k, "n", "5"}},
+		"hincrbyfloat": {cmd: []any{"HINCRBYFLOAT", k, "n", "1.5"}},
+		"hstrlen":      {setup: [][]any{hset}, cmd: []any{"HSTRLEN", k, "f"}},
+		"hrandfield":   {setup: [][]any{hset}, cmd: []any{"HRANDFIELD", k, "2", "WITHVALUES"}},
+		"hscan":        {setup: [][]any{hset}, cmd: []any{"HSCAN", k, "0"}},
+		"sadd":         {cmd: []any{"SADD", k, "a", "b"}},
+		"srem":         {setup: [][]any{sadd}, cmd: []any{"SREM", k, "a"}},
+		"smembers":     {setup: [][]any{sadd}, cmd: []any{"SMEMBERS", k}},
+		"sismember":    {setup: [][]any{sadd}, cmd: []any{"SISMEMBER", k, "a"}},
+		"smismember":   {setup: [][]any{sadd}, cmd: []any{"SMISMEMBER", k, "a", "z"}},
+		"scard":        {setup: [][]any{sadd}, cmd: []any{"SCARD", k}},
+		"spop":         {setup: [][]any{sadd}, cmd: []any{"SPOP", k}},
+		"srandmember":  {setup: [][]any{sadd}, cmd: []any{"SRANDMEMBER", k, "-3"}},
+		"smove":        {setup: [][]any{sadd}, cmd: []any{"SMOVE", k, k2, "a"}},
+		"sinter":       {setup: [][]any{sadd, sadd2}, cmd: []any{"SINTER", k, k2}},
+		"sintercard":   {setup: [][]any{sadd, sadd2}, cmd: []any{"SINTERCARD", "2", k, k2, "LIMIT", "1"}},
+		"sinterstore":  {setup: [][]any{sadd, sadd2}, cmd: []any{"SINTERSTORE", key(row, "d"), k, k2}},
+		"sunion":       {setup: [][]any{sadd, sadd2}, cmd: []any{"SUNION", k, k2}},
+		"sunionstore":  {setup: [][]any{sadd, sadd2}, cmd: []any{"SUNIONSTORE", key(row, "d"), k, k2}},
+		"sdiff":        {setup: [][]any{sadd, sadd2}, cmd: []any{"SDIFF", k, k2}},
+		"sdiffstore":   {setup: [][]any{sadd, sadd2}, cmd: []any{"SDIFFSTORE", key(row, "d"), k, k2}},
+		"sscan":        {setup: [][]any{sadd}, cmd: []any{"SSCAN", k, "0", "COUNT", "1"}},
 		// transactions
 		"multi":   {cmd: []any{"MULTI"}},
 		"exec":    {setup: [][]any{{"MULTI"}, set}, cmd: []any{"EXEC"}, queue: true},

@@ -94,6 +94,25 @@ func (h header) value() []byte {
 type collRead struct {
 	r pebble.Reader
 	header
+	rng *rand.Rand // random choices; nil: math/rand's (see Store.rand)
+}
+
+// intN is a random number in [0, n).
+func (cr *collRead) intN(n int) int {
+	if cr.rng != nil {
+		return cr.rng.IntN(n)
+	}
+	return rand.IntN(n)
+}
+
+// rand is the source of a command's random choices: in a replicated
+// entry's transaction one seeded by the entry, so that every copy of the
+// keyspace chooses alike (SPOP); nil elsewhere, for math/rand's.
+func (s *Store) rand() *rand.Rand {
+	if s.tx != nil {
+		return s.tx.rng
+	}
+	return nil
 }
 
 // get reads the member record sub; v is a copy.
@@ -203,6 +222,9 @@ func (cr *collRead) random(sp byte) (member, v []byte, ok bool, err error) {
 		return false, nil
 	}
 	from := rand.Uint64()
+	if cr.rng != nil {
+		from = cr.rng.Uint64()
+	}
 	if err := cr.each(subPrefix(sp, from), []byte{sp + 1}, take); err != nil || ok {
 		return member, v, ok, err
 	}
@@ -256,7 +278,7 @@ func (s *Store) openColl(c *change, it *item, t Type) (*coll, error) {
 	if err := it.cur.is(t); err != nil {
 		return nil, err
 	}
-	co := &coll{collRead: collRead{r: s.reader()}, s: s, c: c, it: it, typ: t}
+	co := &coll{collRead: collRead{r: s.reader(), rng: s.rand()}, s: s, c: c, it: it, typ: t}
 	if it.cur.live {
 		co.header = headerOf(it.cur.rec)
 	}
@@ -267,7 +289,7 @@ func (s *Store) openColl(c *change, it *item, t Type) (*coll, error) {
 // for a STORE form (SINTERSTORE …), whose result replaces dst. The old
 // value, if any, goes at finish, as SET over a collection does.
 func (s *Store) freshColl(c *change, it *item, t Type) *coll {
-	return &coll{collRead: collRead{r: s.reader()}, s: s, c: c, it: it, typ: t, dirty: it.cur.live}
+	return &coll{collRead: collRead{r: s.reader(), rng: s.rand()}, s: s, c: c, it: it, typ: t, dirty: it.cur.live}
 }
 
 // exists reports whether the collection was there when opened, or has
@@ -438,7 +460,7 @@ func (cr *collRead) randomMembers(count int64, values bool) ([][]byte, error) {
 		}
 		if count < 0 {
 			for range -count {
-				i := rand.IntN(len(ms))
+				i := cr.intN(len(ms))
 				emit(ms[i], vs[i])
 			}
 			return out, nil
@@ -446,7 +468,7 @@ func (cr *collRead) randomMembers(count int64, values bool) ([][]byte, error) {
 		// A partial Fisher–Yates shuffle: the first count are an even choice.
 		n := int(min(count, int64(len(ms))))
 		for i := range n {
-			j := i + rand.IntN(len(ms)-i)
+			j := i + cr.intN(len(ms)-i)
 			ms[i], ms[j] = ms[j], ms[i]
 			vs[i], vs[j] = vs[j], vs[i]
 			emit(ms[i], vs[i])
@@ -481,4 +503,42 @@ func (cr *collRead) randomOne() (m, v []byte, ok bool, err error) {
 		return nil, nil, false, err
 	}
 	return out[0], out[1], true, nil
+}
+
+// MemoryUsage is MEMORY USAGE key [SAMPLES n]: an estimate, in bytes, of
+// what the key takes, in Redis's manner: its name, its value or header,
+// and for a collection the average of the first samples members (0: all
+// of them) times its size. ok is false for a missing key.
+func (s *Store) MemoryUsage(key []byte, samples int64) (n int64, ok bool, err error) {
+	const overhead = 16 // an object header, a dict entry's share
+	var h header
+	var strLen int64
+	ok, err = s.view(key, typeAny, func(rec record) {
+		if rec.typ == TypeString {
+			strLen = int64(len(rec.value))
+			return
+		}
+		h = headerOf(rec)
+	})
+	if err != nil || !ok {
+		return 0, ok, wrap("memory", err)
+	}
+	n = overhead + int64(len(key)) + strLen
+	if h.gen == 0 {
+		return n, true, nil
+	}
+	var seen, bytes int64
+	cr := &collRead{r: s.reader(), header: h}
+	err = cr.each(nil, nil, func(sub, v []byte) (bool, error) {
+		seen++
+		bytes += int64(len(sub)+len(v)) + overhead
+		return samples <= 0 || seen < samples, nil
+	})
+	if err != nil {
+		return 0, false, wrap("memory", err)
+	}
+	if seen > 0 {
+		n += bytes * h.size / seen
+	}
+	return n, true, nil
 }

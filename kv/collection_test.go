@@ -2,10 +2,13 @@ package kv
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // The collection mechanics (SPEC §13 Storage) through hash and set
@@ -184,4 +187,64 @@ func TestCollectionExpiryReclaims(t *testing.T) {
 		t.Errorf("after sweep and reclaim: %v, %d member records", err, ts.raw(nsMember))
 	}
 	ts.checkCounters()
+}
+
+// TestCrashMidReclaimShowsNoDeletedMember: DELs of big hashes, then
+// crashes (keeping any share of what was not synced) before, during and
+// after their reclaim: every reopened store has the hashes gone, a hash
+// made again under the same name holds its new field alone, and the
+// reclaim ends with no member left but the new ones (SPEC §13 Storage).
+func TestCrashMidReclaimShowsNoDeletedMember(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := openOn(t, fs, FsyncAlways)
+	const hashes, fields = 5, 2000
+	for k := range hashes {
+		var pairs [][]byte
+		for i := range fields {
+			pairs = append(pairs, []byte("f"+strconv.Itoa(i)), []byte("v"))
+		}
+		if _, err := s.HSet([]byte("big"+strconv.Itoa(k)), pairs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range hashes {
+		if n, err := s.Del([][]byte{[]byte("big" + strconv.Itoa(k))}); n != 1 || err != nil {
+			t.Fatalf("DEL = %d, %v", n, err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var clones []vfs.FS
+	for range hashes + 1 {
+		clones = append(clones, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng}))
+		if _, err := s.reclaim(1); err != nil { // one generation between crashes
+			t.Fatal(err)
+		}
+	}
+	for i, clone := range clones {
+		c := openOn(t, clone, FsyncAlways)
+		for k := range hashes {
+			key := []byte("big" + strconv.Itoa(k))
+			if all, err := c.HGetAll(key, true, true); err != nil || len(all) != 0 {
+				t.Fatalf("crash %d: HGETALL %s = %d entries, %v", i, key, len(all), err)
+			}
+			if _, err := c.HSet(key, bs("new", "1")); err != nil {
+				t.Fatal(err)
+			}
+			all, err := c.HGetAll(key, true, false)
+			if n, _ := c.HLen(key); err != nil || n != 1 || len(all) != 1 || string(all[0]) != "new" {
+				t.Fatalf("crash %d: %s made again: HLEN %d, fields %q, %v", i, key, n, all, err)
+			}
+		}
+		if err := c.reclaimAll(); err != nil {
+			t.Fatal(err)
+		}
+		ts := &testStore{Store: c, t: t}
+		if n := ts.raw(nsMember); n != hashes {
+			t.Errorf("crash %d: %d member records after reclaim, want the %d new ones", i, n, hashes)
+		}
+		ts.checkCounters()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

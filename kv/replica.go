@@ -20,6 +20,7 @@ var metaApplied = []byte{nsMeta, 'a', 'p', 'p', 'l', 'i', 'e', 'd'}
 // applyAt is what runTx adds for a replicated entry: its instant, and the
 // records written in the transaction's batch whatever its commands did.
 type applyAt struct {
+	index  uint64
 	nowMs  int64
 	record func(b *pebble.Batch) error
 }
@@ -42,7 +43,7 @@ func (s *Store) ApplyAt(index uint64, nowMs int64, bumpEpoch bool, fn func(tx *S
 		s.epochMu.Lock()
 		defer s.epochMu.Unlock()
 	}
-	at := &applyAt{nowMs: nowMs, record: func(b *pebble.Batch) error {
+	at := &applyAt{index: index, nowMs: nowMs, record: func(b *pebble.Batch) error {
 		var buf [8]byte
 		binary.BigEndian.PutUint64(buf[:], index)
 		if err := b.Set(metaApplied, buf[:], nil); err != nil {

@@ -139,3 +139,23 @@ func (s *Store) runSyncer() {
 		}
 	}
 }
+
+// Save is SAVE and BGSAVE: a durable point of the whole keyspace. It
+// flushes Pebble's memtables to its tables, synced, and fsyncs the WAL,
+// so that everything committed before it is on disk however the store
+// was opened (--fsync no included); LASTSAVE then says now.
+func (s *Store) Save() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := s.refused(); err != nil {
+		return err
+	}
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	if err := s.fsyncWAL(); err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	return nil
+}

@@ -195,7 +195,7 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
-	withExpiry, err := s.countSpan([]byte{nsExpiry}, []byte{nsEnd})
+	withExpiry, err := s.countSpan([]byte{nsExpiry}, []byte{nsMember}) // the expiry index alone, not the members after it
 	if err != nil {
 		return err
 	}

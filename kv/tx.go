@@ -6,6 +6,7 @@ package kv
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -36,6 +37,10 @@ type txn struct {
 	// then b is nil until a command writes, stripes are taken as commands
 	// need them, and now is each command's own (see storage_pipeline.go).
 	pipe *Pipeline
+
+	// rng, when not nil, is where the commands' random choices come from
+	// (see Store.rand).
+	rng *rand.Rand
 
 	// A command's scratch (update), reused by the next: the commands run
 	// one at a time and keep none of it but what note copies.
@@ -107,6 +112,11 @@ func (s *Store) runTx(w *Watch, at *applyAt, fn func(tx *Store)) (ran, wrote boo
 		}
 	}
 	t := &txn{b: s.db.NewIndexedBatch(), now: now}
+	if at != nil {
+		// A replicated entry's random choices (SPOP's) are every copy's:
+		// drawn from a source seeded by the entry.
+		t.rng = rand.New(rand.NewPCG(at.index, uint64(at.nowMs)))
+	}
 	defer t.b.Close()
 	fn(&Store{keyspace: s.keyspace, tx: t})
 	if at != nil {

@@ -1,10 +1,13 @@
 package resp
 
 import (
+	"math"
+
 	"github.com/tenure-db/tenure/kv"
 )
 
-// The bit commands: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP.
+// The bit commands: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD,
+// BITFIELD_RO.
 
 const errBitOffset = "bit offset is not an integer or out of range"
 
@@ -166,4 +169,120 @@ func cmdBitOp(c *conn, args [][]byte) {
 		return
 	}
 	c.out.Int(n)
+}
+
+// cmdBitfield is BITFIELD key [GET type offset] [SET type offset value]
+// [INCRBY type offset increment] [OVERFLOW WRAP|SAT|FAIL] …, parsed
+// whole, with Redis's errors, before anything runs.
+func cmdBitfield(c *conn, args [][]byte) { bitfield(c, args, false) }
+
+// cmdBitfieldRO is BITFIELD_RO key [GET type offset] …: GET alone.
+func cmdBitfieldRO(c *conn, args [][]byte) { bitfield(c, args, true) }
+
+func bitfield(c *conn, args [][]byte, readOnly bool) {
+	var ops []kv.BitfieldOp
+	ow := kv.OverflowWrap
+	writes := false
+	for j := 2; j < len(args); j++ {
+		rem := len(args) - j - 1
+		var op kv.BitfieldOp
+		switch sub := option(args[j]); {
+		case sub == "get" && rem >= 2:
+			op.Kind = kv.BitfieldGet
+		case sub == "set" && rem >= 3:
+			op.Kind = kv.BitfieldSet
+		case sub == "incrby" && rem >= 3:
+			op.Kind = kv.BitfieldIncrBy
+		case sub == "overflow" && rem >= 1:
+			j++
+			switch option(args[j]) {
+			case "wrap":
+				ow = kv.OverflowWrap
+			case "sat":
+				ow = kv.OverflowSat
+			case "fail":
+				ow = kv.OverflowFail
+			default:
+				c.out.Err("Invalid OVERFLOW type specified")
+				return
+			}
+			continue
+		default:
+			c.syntaxError()
+			return
+		}
+		var ok bool
+		if op.Signed, op.Bits, ok = bitfieldType(args[j+1]); !ok {
+			c.out.Err("Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.")
+			return
+		}
+		if op.Offset, ok = c.bitfieldOffset(args[j+2], op.Bits); !ok {
+			c.out.Err(errBitOffset)
+			return
+		}
+		if op.Kind != kv.BitfieldGet {
+			writes = true
+			if op.Value, ok = parseInt(args[j+3]); !ok {
+				c.out.Err(errNotInteger)
+				return
+			}
+			j++
+		}
+		op.Overflow = ow
+		ops = append(ops, op)
+		j += 2
+	}
+	if writes && readOnly {
+		c.out.Err("BITFIELD_RO only supports the GET subcommand")
+		return
+	}
+	res, err := c.store.Bitfield(args[1], ops)
+	if err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.Array(len(res))
+	for _, r := range res {
+		if r.Nil {
+			c.out.Null()
+		} else {
+			c.out.Int(r.Value)
+		}
+	}
+}
+
+// bitfieldType reads i1…i64 or u1…u63.
+func bitfieldType(b []byte) (signed bool, bits uint, ok bool) {
+	b = []byte(cString(b, len(b)))
+	if len(b) < 2 || (b[0] != 'i' && b[0] != 'u') {
+		return false, 0, false
+	}
+	n, ok := parseInt(b[1:])
+	signed = b[0] == 'i'
+	if !ok || n < 1 || (signed && n > 64) || (!signed && n > 63) {
+		return false, 0, false
+	}
+	return signed, uint(n), true
+}
+
+// bitfieldOffset reads a bit offset, or #n: n fields of bits bits.
+func (c *conn) bitfieldOffset(b []byte, bits uint) (uint64, bool) {
+	hash := len(b) > 0 && b[0] == '#'
+	if hash {
+		b = b[1:]
+	}
+	n, ok := parseInt(b)
+	if !ok {
+		return 0, false
+	}
+	if hash {
+		if n > math.MaxInt64/int64(bits) || n < math.MinInt64/int64(bits) {
+			return 0, false
+		}
+		n *= int64(bits)
+	}
+	if n < 0 || n>>3 >= c.store.MaxValueLen() {
+		return 0, false
+	}
+	return uint64(n), true
 }

@@ -14,6 +14,11 @@ func (s *Server) configValues() [][2]string {
 	if a := s.Addr(); a != nil {
 		host, port, _ = splitHostPort(a.String())
 	}
+	l := s.store.EncodingLimits()
+	save := ""
+	if p := s.saveParam.Load(); p != nil {
+		save = *p
+	}
 	level := "info"
 	if s.cfg.LogLevel != nil {
 		level = strings.ToLower(s.cfg.LogLevel.Level().String())
@@ -24,7 +29,7 @@ func (s *Server) configValues() [][2]string {
 		{"dir", s.cfg.Dir},
 		{"appendonly", "yes"},
 		{"appendfsync", s.cfg.Fsync.String()},
-		{"save", s.saveParams()},
+		{"save", save},
 		{"databases", "1"},
 		{"maxclients", itoa(s.maxClients.Load())},
 		{"proto-max-bulk-len", itoa(s.cfg.Limits.MaxBulkLen)},
@@ -32,6 +37,11 @@ func (s *Server) configValues() [][2]string {
 		{"loglevel", level},
 		{"busy-reply-threshold", itoa(s.scripts.threshold.Load())},
 		{"lua-time-limit", itoa(s.scripts.threshold.Load())},
+		{"hash-max-listpack-entries", itoa(l.HashMaxListpackEntries)},
+		{"hash-max-ziplist-entries", itoa(l.HashMaxListpackEntries)},
+		{"hash-max-listpack-value", itoa(l.HashMaxListpackValue)},
+		{"hash-max-ziplist-value", itoa(l.HashMaxListpackValue)},
+		{"set-max-intset-entries", itoa(l.SetMaxIntsetEntries)},
 	}, s.collectionConfigValues()...)
 }
 
@@ -88,12 +98,6 @@ func cmdConfigSet(c *conn, args [][]byte) {
 		}
 		seen[name] = true
 		switch name {
-		case "save":
-			// tenure's every write is in its log as it is answered
-			// (SPEC §6): there is no snapshot schedule to set. The text
-			// is kept for CONFIG GET, as Redis's test suite sets it and
-			// restores it.
-			apply = append(apply, func() { c.srv.save.Store(&val) })
 		case "maxclients":
 			n, ok := parseInt(args[i+1])
 			if !ok {
@@ -130,6 +134,61 @@ func cmdConfigSet(c *conn, args [][]byte) {
 			if c.srv.cfg.LogLevel != nil {
 				apply = append(apply, func() { c.srv.cfg.LogLevel.Set(l) })
 			}
+		case "save":
+			// Accepted as Redis reads it, and kept: tenure has no
+			// snapshots to schedule (see Server.saveParam).
+			f := strings.Fields(val)
+			if len(f)%2 != 0 {
+				failed("Invalid save parameters")
+				return
+			}
+			for _, n := range f {
+				if v, ok := parseInt([]byte(n)); !ok || v < 0 {
+					failed("Invalid save parameters")
+					return
+				}
+			}
+			v := strings.Join(f, " ")
+			apply = append(apply, func() { c.srv.saveParam.Store(&v) })
+		case "hash-max-listpack-entries", "hash-max-ziplist-entries", "hash-max-listpack-value", "hash-max-ziplist-value", "set-max-intset-entries":
+			// The sizes OBJECT ENCODING answers by (kv.EncodingLimits).
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				failed("argument couldn't be parsed into an integer")
+				return
+			}
+			if n < 0 {
+				failed("argument must be between 0 and 9223372036854775807 inclusive")
+				return
+			}
+			apply = append(apply, func() {
+				l := c.srv.store.EncodingLimits()
+				switch name {
+				case "save":
+					// Accepted as Redis reads it, and kept: tenure has no
+					// snapshots to schedule (see Server.saveParam).
+					f := strings.Fields(val)
+					if len(f)%2 != 0 {
+						failed("Invalid save parameters")
+						return
+					}
+					for _, n := range f {
+						if v, ok := parseInt([]byte(n)); !ok || v < 0 {
+							failed("Invalid save parameters")
+							return
+						}
+					}
+					v := strings.Join(f, " ")
+					apply = append(apply, func() { c.srv.saveParam.Store(&v) })
+				case "hash-max-listpack-entries", "hash-max-ziplist-entries":
+					l.HashMaxListpackEntries = n
+				case "hash-max-listpack-value", "hash-max-ziplist-value":
+					l.HashMaxListpackValue = n
+				default:
+					l.SetMaxIntsetEntries = n
+				}
+				c.srv.store.SetEncodingLimits(l)
+			})
 		default:
 			set, why, known := c.srv.collectionConfigSet(name, args[i+1])
 			if known {

@@ -86,11 +86,3 @@ func (s *Server) collectionConfigSet(name string, val []byte) (apply func(), why
 	}
 	return nil, "", false
 }
-
-// saveParams is CONFIG GET save: "" unless CONFIG SET said otherwise.
-func (s *Server) saveParams() string {
-	if p := s.save.Load(); p != nil {
-		return *p
-	}
-	return ""
-}

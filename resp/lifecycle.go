@@ -68,6 +68,13 @@ type Server struct {
 	runID   string // INFO's run_id, new at each open
 	// maxClients is --max-clients, changed by CONFIG SET maxclients.
 	maxClients atomic.Int64
+	// saving: a BGSAVE is under way; saveMu orders the saves it schedules.
+	saving atomic.Bool
+	saveMu sync.Mutex
+	// saveParam is CONFIG's save, kept for CONFIG GET: nothing is
+	// snapshotted on a schedule, every write being in the log (SAVE makes
+	// a durable point on demand).
+	saveParam atomic.Pointer[string]
 
 	closing  atomic.Bool
 	shutdown sync.Once
@@ -83,10 +90,9 @@ type Server struct {
 
 	stats   serverStats
 	metrics *metrics
-	scripts scripts                // resp/scripting.go
-	blocks  blocking               // resp/blocking.go: clients blocked in BLPOP and the like
-	lists   listSettings           // resp/config_collections.go
-	save    atomic.Pointer[string] // CONFIG SET save: kept, and answered
+	scripts scripts      // resp/scripting.go
+	blocks  blocking     // resp/blocking.go: clients blocked in BLPOP and the like
+	lists   listSettings // resp/config_collections.go
 }
 
 type serverStats struct {

@@ -440,3 +440,87 @@ func (c *conn) writeKeySpecs(cmd *command) {
 	c.out.BulkString("limit")
 	c.out.Int(0)
 }
+
+// cmdSave is SAVE: a durable point of the whole keyspace (kv.Store.Save),
+// before the reply. Refused inside MULTI (its row's FlagNoMulti), as
+// Redis refuses it.
+func cmdSave(c *conn, args [][]byte) {
+	if err := c.srv.store.Save(); err != nil {
+		c.storeError(err)
+		return
+	}
+	c.out.OK()
+}
+
+// cmdBgSave is BGSAVE [SCHEDULE]: SAVE's durable point, made in the
+// background; LASTSAVE moves once it is made. One at a time, as Redis's:
+// another while one runs is refused, or with SCHEDULE runs after it.
+func cmdBgSave(c *conn, args [][]byte) {
+	if len(args) > 2 || (len(args) == 2 && option(args[1]) != "schedule") {
+		c.syntaxError()
+		return
+	}
+	schedule := len(args) == 2
+	srv := c.srv
+	if !srv.saving.CompareAndSwap(false, true) {
+		if !schedule {
+			c.out.Err("Background save already in progress")
+			return
+		}
+		go func() {
+			srv.saveMu.Lock()
+			defer srv.saveMu.Unlock()
+			if err := srv.store.Save(); err != nil {
+				srv.log.Error("bgsave failed", "err", err)
+			}
+		}()
+		c.out.Status("Background saving scheduled")
+		return
+	}
+	go func() {
+		srv.saveMu.Lock()
+		defer srv.saveMu.Unlock()
+		defer srv.saving.Store(false)
+		if err := srv.store.Save(); err != nil {
+			srv.log.Error("bgsave failed", "err", err)
+		}
+	}()
+	c.out.Status("Background saving started")
+}
+
+// cmdMemoryUsage is MEMORY USAGE key [SAMPLES count]: an estimate in
+// bytes (kv.Store.MemoryUsage), null for a missing key.
+func cmdMemoryUsage(c *conn, args [][]byte) {
+	samples := int64(5)
+	if len(args) == 5 && option(args[3]) == "samples" {
+		n, ok := parseInt(args[4])
+		if !ok {
+			c.out.Err(errNotInteger)
+			return
+		}
+		samples = n
+	} else if len(args) != 3 {
+		c.syntaxError()
+		return
+	}
+	n, ok, err := c.store.MemoryUsage(args[2], samples)
+	switch {
+	case err != nil:
+		c.storeError(err)
+	case !ok:
+		c.out.Null()
+	default:
+		c.out.Int(n)
+	}
+}
+
+func cmdMemoryHelp(c *conn, args [][]byte) {
+	c.out.BulkStrings(
+		"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"USAGE <key> [SAMPLES <count>]",
+		"    Return memory in bytes used by <key> and its value. Nested values are",
+		"    sampled up to <count> times (default: 5, 0 means sample all).",
+		"HELP",
+		"    Print this help.",
+	)
+}

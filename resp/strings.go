@@ -20,7 +20,8 @@ import (
 func (c *conn) storeError(err error) {
 	for _, e := range []error{
 		kv.ErrNotInteger, kv.ErrNotFloat, kv.ErrOverflow, kv.ErrNaN, kv.ErrNoSuchKey,
-		kv.ErrTooLarge, kv.ErrOffsetOutOfRange, kv.ErrLCSTooLarge, kv.ErrScoreNaN, kv.ErrIndexOutOfRange,
+		kv.ErrTooLarge, kv.ErrOffsetOutOfRange, kv.ErrLCSTooLarge, kv.ErrHashNotInteger, kv.ErrHashNotFloat,
+		kv.ErrScoreNaN, kv.ErrIndexOutOfRange,
 	} {
 		if errors.Is(err, e) {
 			c.out.Err(e.Error())

@@ -271,6 +271,14 @@ func commandTable() map[string]*command {
 	add("flushall", -1, RoleAdmin, effWrite, 0, cmdFlushAll, "Removes all keys from all databases.")
 	add("time", 1, RoleRead, effNone, FlagFast, cmdTime, "Returns the server time.")
 	add("shutdown", -1, RoleAdmin, effNone, FlagNoMulti, cmdShutdown, "Stops the server cleanly.")
+	add("save", 1, RoleAdmin, effLocal, FlagNoMulti|FlagNoScript, cmdSave, "Makes a durable point of the whole keyspace: flushes and syncs it to disk.",
+		docs("1.0.0", "O(N) where N is the total number of keys in all databases"))
+	add("bgsave", -1, RoleAdmin, effLocal, FlagNoScript, cmdBgSave, "Makes a durable point of the whole keyspace in the background.",
+		docs("1.0.0", "O(N) where N is the total number of keys in all databases", argToken("SCHEDULE")))
+	memory := add("memory", -2, RoleRead, effRead, 0, nil, "A container for memory diagnostics commands.")
+	sub(memory, "usage", -3, RoleRead, effRead, 0, cmdMemoryUsage, "Estimates the memory usage of a key.", keys(2, 2, 1),
+		docs("4.0.0", "O(N) where N is the number of samples.", argKey("key"), argOption("SAMPLES", "count")))
+	sub(memory, "help", 2, RoleRead, effNone, 0, cmdMemoryHelp, "Returns helpful text about the different subcommands.")
 	add("lastsave", 1, RoleRead, effNone, FlagFast|flagNodeAnswer, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
 		docs("1.0.0", "O(1)"))
 
@@ -338,10 +346,97 @@ func commandTable() map[string]*command {
 	add("bitpos", -3, RoleRead, effRead, 0, cmdBitPos, "Finds the first set (1) or clear (0) bit in a string.", keys(1, 1, 1),
 		docs("2.8.7", "O(N)", argKey("key"), argInt("bit"), arg{Name: "range", Type: "block", Optional: true, Args: []arg{
 			argInt("start"), {Name: "end-unit-block", Type: "block", Optional: true, Args: []arg{argInt("end"), bitRangeArgs().Args[2]}}}}))
+	add("bitfield", -2, RoleWrite, effWrite, 0, cmdBitfield, "Performs arbitrary bitfield integer operations on strings.", keys(1, 1, 1),
+		docs("3.2.0", "O(1) for each subcommand specified", argKey("key"), arg{Name: "operation", Type: "oneof", Optional: true, Multiple: true, Args: []arg{
+			{Name: "get-block", Type: "block", Token: "GET", Args: []arg{argString("encoding"), argInt("offset")}},
+			{Name: "write", Type: "block", Args: []arg{
+				{Name: "overflow-block", Type: "oneof", Token: "OVERFLOW", Optional: true, Args: []arg{argWord("WRAP"), argWord("SAT"), argWord("FAIL")}},
+				{Name: "write-operation", Type: "oneof", Args: []arg{
+					{Name: "set-block", Type: "block", Token: "SET", Args: []arg{argString("encoding"), argInt("offset"), argInt("value")}},
+					{Name: "incrby-block", Type: "block", Token: "INCRBY", Args: []arg{argString("encoding"), argInt("offset"), argInt("increment")}}}}}}}}))
+	add("bitfield_ro", -2, RoleRead, effRead, FlagFast, cmdBitfieldRO, "Performs arbitrary read-only bitfield integer operations on strings.", keys(1, 1, 1),
+		docs("6.0.0", "O(1) for each subcommand specified", argKey("key"), arg{Name: "get-block", Type: "block", Token: "GET", Optional: true, Multiple: true, Args: []arg{argString("encoding"), argInt("offset")}}))
 	add("bitop", -4, RoleWrite, effWrite, 0, cmdBitOp, "Performs bitwise operations on multiple strings, and stores the result.", keys(2, -1, 1),
 		docs("2.6.0", "O(N)", argOneOf("operation", false, argWord("AND"), argWord("OR"),
 			argWord("XOR"), argWord("NOT")),
 			argKey("destkey"), arg{Name: "key", Type: "key", Multiple: true}))
+
+	// hashes: resp/hashes.go (SPEC §13)
+	group = "hash"
+	k1 := keys(1, 1, 1)
+	add("hset", -4, RoleWrite, effWrite|effBatch, FlagFast, cmdHSet, "Creates or modifies the value of a field in a hash.", k1,
+		docs("2.0.0", "O(1) for each field/value pair added", argKey("key"), arg{Name: "data", Type: "block", Multiple: true, Args: []arg{argString("field"), argString("value")}}))
+	add("hmset", -4, RoleWrite, effWrite|effBatch, FlagFast, cmdHSet, "Sets the values of multiple fields.", k1,
+		docs("2.0.0", "O(N) where N is the number of fields being set.", argKey("key"), arg{Name: "data", Type: "block", Multiple: true, Args: []arg{argString("field"), argString("value")}}))
+	add("hsetnx", 4, RoleWrite, effWrite|effBatch, FlagFast, cmdHSetNX, "Sets the value of a field in a hash only when the field doesn't exist.", k1,
+		docs("2.0.0", "O(1)", argKey("key"), argString("field"), argString("value")))
+	add("hget", 3, RoleRead, effRead|effBatch, FlagFast, cmdHGet, "Returns the value of a field in a hash.", k1,
+		docs("2.0.0", "O(1)", argKey("key"), argString("field")))
+	add("hmget", -3, RoleRead, effRead|effBatch, FlagFast, cmdHMGet, "Returns the values of all fields in a hash.", k1,
+		docs("2.0.0", "O(N) where N is the number of fields being requested.", argKey("key"), arg{Name: "field", Type: "string", Multiple: true}))
+	add("hgetall", 2, RoleRead, effRead, 0, cmdHGetAll, "Returns all fields and values in a hash.", k1,
+		docs("2.0.0", "O(N) where N is the size of the hash.", argKey("key")))
+	add("hkeys", 2, RoleRead, effRead, 0, cmdHKeys, "Returns all fields in a hash.", k1,
+		docs("2.0.0", "O(N) where N is the size of the hash.", argKey("key")))
+	add("hvals", 2, RoleRead, effRead, 0, cmdHVals, "Returns all values in a hash.", k1,
+		docs("2.0.0", "O(N) where N is the size of the hash.", argKey("key")))
+	add("hlen", 2, RoleRead, effRead|effBatch, FlagFast, cmdHLen, "Returns the number of fields in a hash.", k1,
+		docs("2.0.0", "O(1)", argKey("key")))
+	add("hexists", 3, RoleRead, effRead|effBatch, FlagFast, cmdHExists, "Determines whether a field exists in a hash.", k1,
+		docs("2.0.0", "O(1)", argKey("key"), argString("field")))
+	add("hdel", -3, RoleWrite, effWrite|effBatch, FlagFast, cmdHDel, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", k1,
+		docs("2.0.0", "O(N) where N is the number of fields to be removed.", argKey("key"), arg{Name: "field", Type: "string", Multiple: true}))
+	add("hincrby", 4, RoleWrite, effWrite|effBatch, FlagFast, cmdHIncrBy, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", k1,
+		docs("2.0.0", "O(1)", argKey("key"), argString("field"), argInt("increment")))
+	add("hincrbyfloat", 4, RoleWrite, effWrite, FlagFast, cmdHIncrByFloat, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", k1,
+		docs("2.6.0", "O(1)", argKey("key"), argString("field"), arg{Name: "increment", Type: "double"}))
+	add("hstrlen", 3, RoleRead, effRead|effBatch, FlagFast, cmdHStrLen, "Returns the length of the value of a field.", k1,
+		docs("3.2.0", "O(1)", argKey("key"), argString("field")))
+	add("hrandfield", -2, RoleRead, effRead, 0, cmdHRandField, "Returns one or more random fields from a hash.", k1,
+		docs("6.2.0", "O(N) where N is the number of fields returned", argKey("key"), arg{Name: "options", Type: "block", Optional: true, Args: []arg{argInt("count"), argToken("WITHVALUES")}}))
+	add("hscan", -3, RoleRead, effRead, 0, cmdHScan, "Iterates over fields and values of a hash.", k1,
+		docs("2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+			argKey("key"), argInt("cursor"), arg{Name: "pattern", Type: "pattern", Token: "MATCH", Optional: true}, argOption("COUNT", "count"), argToken("NOVALUES")))
+
+	// sets: resp/sets.go (SPEC §13)
+	group = "set"
+	many := arg{Name: "member", Type: "string", Multiple: true}
+	manyKeys := arg{Name: "key", Type: "key", Multiple: true}
+	add("sadd", -3, RoleWrite, effWrite|effBatch, FlagFast, cmdSAdd, "Adds one or more members to a set. Creates the key if it doesn't exist.", k1,
+		docs("1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", argKey("key"), many))
+	add("srem", -3, RoleWrite, effWrite|effBatch, FlagFast, cmdSRem, "Removes one or more members from a set. Deletes the set if the last member was removed.", k1,
+		docs("1.0.0", "O(N) where N is the number of members to be removed.", argKey("key"), many))
+	add("smembers", 2, RoleRead, effRead, 0, cmdSMembers, "Returns all members of a set.", k1,
+		docs("1.0.0", "O(N) where N is the set cardinality.", argKey("key")))
+	add("sismember", 3, RoleRead, effRead|effBatch, FlagFast, cmdSIsMember, "Determines whether a member belongs to a set.", k1,
+		docs("1.0.0", "O(1)", argKey("key"), argString("member")))
+	add("smismember", -3, RoleRead, effRead|effBatch, FlagFast, cmdSMIsMember, "Determines whether multiple members belong to a set.", k1,
+		docs("6.2.0", "O(N) where N is the number of elements being checked for membership", argKey("key"), many))
+	add("scard", 2, RoleRead, effRead|effBatch, FlagFast, cmdSCard, "Returns the number of members in a set.", k1,
+		docs("1.0.0", "O(1)", argKey("key")))
+	add("spop", -2, RoleWrite, effWrite, FlagFast, cmdSPop, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", k1,
+		docs("1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", argKey("key"), arg{Name: "count", Type: "integer", Optional: true}))
+	add("srandmember", -2, RoleRead, effRead, 0, cmdSRandMember, "Get one or multiple random members from a set", k1,
+		docs("1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", argKey("key"), arg{Name: "count", Type: "integer", Optional: true}))
+	add("smove", 4, RoleWrite, effWrite, FlagFast, cmdSMove, "Moves a member from one set to another.", keys(1, 2, 1),
+		docs("1.0.0", "O(1)", argKey("source"), argKey("destination"), argString("member")))
+	add("sinter", -2, RoleRead, effRead, 0, cmdSInter, "Returns the intersect of multiple sets.", keys(1, -1, 1),
+		docs("1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", manyKeys))
+	add("sintercard", -3, RoleRead, effRead, 0, cmdSInterCard, "Returns the number of members of the intersect of multiple sets.", keys(2, 2, 1),
+		docs("7.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", argInt("numkeys"), manyKeys, argOption("LIMIT", "limit")))
+	add("sinterstore", -3, RoleWrite, effWrite, 0, cmdSInterStore, "Stores the intersect of multiple sets in a key.", keys(1, -1, 1),
+		docs("1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets.", argKey("destination"), manyKeys))
+	add("sunion", -2, RoleRead, effRead, 0, cmdSUnion, "Returns the union of multiple sets.", keys(1, -1, 1),
+		docs("1.0.0", "O(N) where N is the total number of elements in all given sets.", manyKeys))
+	add("sunionstore", -3, RoleWrite, effWrite, 0, cmdSUnionStore, "Stores the union of multiple sets in a key.", keys(1, -1, 1),
+		docs("1.0.0", "O(N) where N is the total number of elements in all given sets.", argKey("destination"), manyKeys))
+	add("sdiff", -2, RoleRead, effRead, 0, cmdSDiff, "Returns the difference of multiple sets.", keys(1, -1, 1),
+		docs("1.0.0", "O(N) where N is the total number of elements in all given sets.", manyKeys))
+	add("sdiffstore", -3, RoleWrite, effWrite, 0, cmdSDiffStore, "Stores the difference of multiple sets in a key.", keys(1, -1, 1),
+		docs("1.0.0", "O(N) where N is the total number of elements in all given sets.", argKey("destination"), manyKeys))
+	add("sscan", -3, RoleRead, effRead, 0, cmdSScan, "Iterates over members of a set.", k1,
+		docs("2.0.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+			argKey("key"), argInt("cursor"), arg{Name: "pattern", Type: "pattern", Token: "MATCH", Optional: true}, argOption("COUNT", "count")))
 
 	// keys: resp/keys.go
 	group = "generic"
