@@ -248,3 +248,34 @@ func TestCrashMidReclaimShowsNoDeletedMember(t *testing.T) {
 		}
 	}
 }
+
+// A pipeline of 16 HSETs and SADDs is one WAL write, as one of SETs is
+// (TestPipelineIsOneCommit), and reads its own writes.
+func TestCollectionPipelineIsOneCommit(t *testing.T) {
+	s, writes, _ := openCounted(t, FsyncEverysec)
+	p := s.NewPipeline()
+	before := writes.Load()
+	for i := range 8 {
+		if _, err := p.View().HSet([]byte("h"), bs("f"+strconv.Itoa(i), "v")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.View().SAdd([]byte("s"+strconv.Itoa(i%2)), bs(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := p.View().HLen([]byte("h")); n != 8 {
+		t.Errorf("the pipeline reads HLEN %d, want 8", n)
+	}
+	if n, _ := s.HLen([]byte("h")); n != 0 {
+		t.Errorf("the store sees HLEN %d before Commit", n)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load() - before; n != 1 {
+		t.Errorf("a pipeline of 16 HSET/SADD made %d WAL writes; want 1", n)
+	}
+	if n, _ := s.SCard([]byte("s1")); n != 4 {
+		t.Errorf("SCARD s1 = %d, want 4", n)
+	}
+}
