@@ -87,8 +87,13 @@ func decodeScore(v []byte) float64 {
 	return math.Float64frombits(binary.BigEndian.Uint64(v))
 }
 
-// entry reads an index sub-key; member aliases sub.
-func entry(sub []byte) (score float64, member []byte) {
+// entry reads an index entry: its key, and its value, the exact score
+// (the key's bytes order -0 as 0; the value keeps which it was, as
+// Redis's skiplist does). member aliases sub.
+func entry(sub, v []byte) (score float64, member []byte) {
+	if len(v) == 8 {
+		return decodeScore(v), sub[9:]
+	}
 	return scoreOfBytes(binary.BigEndian.Uint64(sub[1:9])), sub[9:]
 }
 
@@ -119,7 +124,7 @@ func (co *coll) zset(member []byte, score, old float64, had bool) {
 		}
 	}
 	co.put(memberSub(spaceMembers, member), encodeScore(score))
-	co.put(indexSub(score, member), nil)
+	co.put(indexSub(score, member), encodeScore(score))
 }
 
 // zrem removes member, if there.
@@ -359,8 +364,8 @@ type ZRangeSpec struct {
 // walk calls fn with each entry of spec's range, in its order, until fn
 // returns false. score and member alias Pebble's memory for the call.
 func (cr *collRead) walk(spec ZRangeSpec, fn func(score float64, member []byte) bool) error {
-	emit := func(sub, _ []byte) (bool, error) {
-		score, m := entry(sub)
+	emit := func(sub, v []byte) (bool, error) {
+		score, m := entry(sub, v)
 		return fn(score, m), nil
 	}
 	all := func(rev bool, lo, hi []byte, f func(sub, v []byte) (bool, error)) error {
@@ -385,11 +390,11 @@ func (cr *collRead) walk(spec ZRangeSpec, fn func(score float64, member []byte) 
 		rev := spec.Rev != !fromFront
 		var seen int64
 		var buf []ZMember
-		err := all(rev, []byte{spaceScores}, []byte{spaceScores + 1}, func(sub, _ []byte) (bool, error) {
+		err := all(rev, []byte{spaceScores}, []byte{spaceScores + 1}, func(sub, v []byte) (bool, error) {
 			if seen++; seen <= skip {
 				return true, nil
 			}
-			score, m := entry(sub)
+			score, m := entry(sub, v)
 			if fromFront {
 				return fn(score, m) && seen < skip+n, nil
 			}
@@ -409,7 +414,7 @@ func (cr *collRead) walk(spec ZRangeSpec, fn func(score float64, member []byte) 
 		}
 		lo, hi := indexFrom(scoreBytes(r.Min)), indexAfter(scoreBytes(r.Max))
 		return all(spec.Rev, lo, hi, func(sub, v []byte) (bool, error) {
-			if score, _ := entry(sub); !r.has(score) {
+			if score, _ := entry(sub, v); !r.has(score) {
 				return true, nil
 			}
 			return emit(sub, v)
@@ -420,7 +425,7 @@ func (cr *collRead) walk(spec ZRangeSpec, fn func(score float64, member []byte) 
 			return nil
 		}
 		return all(spec.Rev, []byte{spaceScores}, []byte{spaceScores + 1}, func(sub, v []byte) (bool, error) {
-			_, m := entry(sub)
+			_, m := entry(sub, v)
 			// A lex range is for a zset of equal scores, ordered by
 			// member: past its far end, nothing more is in it.
 			if spec.Rev && !r.aboveMin(m) || !spec.Rev && !r.belowMax(m) {
@@ -522,8 +527,8 @@ func (co *coll) zpop(max bool, count int64) ([]ZMember, error) {
 	if count <= 0 || !co.exists() {
 		return out, nil
 	}
-	take := func(sub, _ []byte) (bool, error) {
-		score, m := entry(sub)
+	take := func(sub, v []byte) (bool, error) {
+		score, m := entry(sub, v)
 		out = append(out, ZMember{clone(m), score})
 		return int64(len(out)) < count, nil
 	}
@@ -848,7 +853,7 @@ func (s *Store) storeZ(c *change, it *item, zs []ZMember) int64 {
 	var longest int
 	for _, z := range zs {
 		to.put(memberSub(spaceMembers, z.Member), encodeScore(z.Score))
-		to.put(indexSub(z.Score, z.Member), nil)
+		to.put(indexSub(z.Score, z.Member), encodeScore(z.Score))
 		longest = max(longest, len(z.Member))
 	}
 	to.size = int64(len(zs))
