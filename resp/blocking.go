@@ -56,6 +56,12 @@ type blocker struct {
 	// stopped leading) or "closing" (the server closes).
 	why  string
 	done bool // served or withdrawn; guarded by blocking.mu
+	// arrived and ticket order the client in its lines: when its
+	// request was read off its socket (unix ns), then when its command
+	// began; so that of two clients whose requests came one after the
+	// other the first is first in line, whichever registered first.
+	arrived int64
+	ticket  uint64
 }
 
 // blocking is the server's registry of blocked clients: one line per key,
@@ -64,7 +70,8 @@ type blocking struct {
 	mu    sync.Mutex
 	lines map[string][]*blocker
 	byID  map[int64]*blocker
-	n     atomic.Int64 // clients blocked: a write with none skips the lock
+	n     atomic.Int64  // clients blocked: a write with none skips the lock
+	seq   atomic.Uint64 // the last ticket handed out
 }
 
 // ready notes that the request running on c may have made key poppable;
@@ -93,6 +100,13 @@ func (c *conn) serveReady() {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.serveLocked(keys)
+}
+
+// serveLocked serves the clients blocked on keys, each line in its order,
+// until an attempt does not answer; what a served attempt readies (a
+// BLMOVE's destination) is served in turn. The caller holds b.mu.
+func (b *blocking) serveLocked(keys []string) {
 	for len(keys) > 0 {
 		key := keys[0]
 		keys = keys[1:]
@@ -153,22 +167,30 @@ func (c *conn) canBlock() bool {
 // block runs attempt, the command's non-blocking form, and when it does
 // not answer, blocks c on keys until an attempt does or timeout passes
 // (0: for ever), and then answers timedOut. attempt reports whether it
-// answered. Inside MULTI or a script it does not block: the first
-// attempt's failure is answered timedOut at once.
+// answered. Inside MULTI or a script it does not block: the attempt's
+// failure is answered timedOut at once.
+//
+// On a single server a client that finds others in line on one of its
+// keys queues behind them without an attempt of its own, and the lines
+// are served at once, in order: it does not take what was pushed for a
+// client that blocked before it (Redis serves its blocked clients before
+// the next command runs). Otherwise it attempts under the registry's
+// lock, so that a write's serving cannot fall between its attempt and
+// its registration, and n counts it from the start: a write meanwhile
+// notes its keys as ready (conn.ready) and serves them once it has the
+// lock.
 func (c *conn) block(keys [][]byte, timeout time.Duration, attempt func() bool, timedOut func()) {
 	b := &c.srv.blocks
-	if b.n.Load() == 0 || c.srv.cluster != nil {
-		// No one waits before us (or, in a cluster, the attempt is a
-		// proposal, which must not run under the registry's lock).
-		if attempt() {
-			return
-		}
-		if !c.canBlock() {
+	if !c.canBlock() {
+		// Inside EXEC or a script (whose transaction holds every stripe
+		// a serving attempt may wait for), or applying a cluster's entry:
+		// the registry's lock is never taken here.
+		if !attempt() {
 			timedOut()
-			return
 		}
+		return
 	}
-	w := &blocker{c: c, attempt: attempt, served: make(chan struct{}), wake: make(chan struct{}, 1)}
+	w := &blocker{c: c, attempt: attempt, served: make(chan struct{}), wake: make(chan struct{}, 1), ticket: b.seq.Add(1), arrived: c.lastActive.Load()}
 	seen := map[string]bool{}
 	for _, k := range keys {
 		if !seen[string(k)] {
@@ -176,39 +198,74 @@ func (c *conn) block(keys [][]byte, timeout time.Duration, attempt func() bool, 
 			w.keys = append(w.keys, string(k))
 		}
 	}
-	b.mu.Lock()
-	if c.srv.cluster == nil && b.n.Load() != 0 {
-		// Clients wait already: attempt under the lock, so that a write
-		// serving them cannot run between this attempt and the wait.
+	if c.srv.cluster != nil {
+		// The attempt is a proposal through the log, which must not run
+		// under the registry's lock; wait attempts once more after the
+		// registration.
 		if attempt() {
-			b.mu.Unlock()
 			return
 		}
-		if !c.canBlock() {
-			b.mu.Unlock()
-			timedOut()
-			return
-		}
+		b.mu.Lock()
+		b.n.Add(1)
+		b.register(w)
+		b.mu.Unlock()
+		c.wait(w, timeout, timedOut)
+		return
 	}
+	b.n.Add(1)
+	b.mu.Lock()
+	queued := false
+	for _, k := range w.keys {
+		queued = queued || len(b.lines[k]) > 0
+	}
+	if !queued {
+		if attempt() {
+			b.n.Add(-1)
+			b.mu.Unlock()
+			return
+		}
+		b.register(w)
+	} else {
+		b.register(w)
+		b.serveLocked(w.keys)
+	}
+	b.mu.Unlock()
+	c.wait(w, timeout, timedOut)
+}
+
+// after says x came after w.
+func (x *blocker) after(w *blocker) bool {
+	if x.arrived != w.arrived {
+		return x.arrived > w.arrived
+	}
+	return x.ticket > w.ticket
+}
+
+// register puts w in its lines, by ticket; the caller holds b.mu and has
+// counted w in n.
+func (b *blocking) register(w *blocker) {
 	if b.lines == nil {
 		b.lines, b.byID = map[string][]*blocker{}, map[int64]*blocker{}
 	}
 	for _, k := range w.keys {
-		b.lines[k] = append(b.lines[k], w)
+		line := append(b.lines[k], w)
+		for i := len(line) - 1; i > 0 && line[i-1].after(w); i-- {
+			line[i-1], line[i] = line[i], line[i-1]
+		}
+		b.lines[k] = line
 	}
-	b.byID[c.id] = w
-	b.n.Add(1)
-	c.inLine = true
-	b.mu.Unlock()
-	c.wait(w, timeout, timedOut)
-	b.mu.Lock()
-	c.inLine = false
-	b.mu.Unlock()
+	b.byID[w.c.id] = w
+	w.c.inLine = true
 }
 
 // wait sleeps until w is served or ends otherwise, and answers.
 func (c *conn) wait(w *blocker, timeout time.Duration, timedOut func()) {
 	b := &c.srv.blocks
+	defer func() {
+		b.mu.Lock()
+		c.inLine = false
+		b.mu.Unlock()
+	}()
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
