@@ -118,6 +118,13 @@ func scenarios(s *settings) []*scenario {
 			Run:   keyspace("set", false, clients), On: durableServers, Start: startOptions{fsyncAlways: true},
 			Rows: rows([]row{rate}, lat, cpuRows("command"), []row{errorsRow}), Rate: rate, Latency: lat}
 	}
+	fanout := func(subs int) *scenario {
+		rate, lat := row{"delivered_per_sec", "messages delivered/s", "ops"}, pct("", "delivery")
+		return &scenario{Name: fmt.Sprintf("pubsub-%d", subs), Group: "10",
+			Title: fmt.Sprintf("pub/sub fan-out: %d publishers, PUBLISH to %d subscriber(s), one round trip at a time", pubsubPublishers, subs),
+			Run:   pubsubFanout(subs), Rate: rate, Latency: lat,
+			Rows: rows([]row{rate, {"published_per_sec", "PUBLISH/s", "ops"}}, lat, cpuRows("message delivered"), []row{errorsRow})}
+	}
 	cycles, cycleLat := row{"ops_per_sec", "cycles/s", "ops"}, pct("", "")
 	for i := range cycleLat {
 		cycleLat[i].Label = strings.TrimSpace(cycleLat[i].Label)
@@ -126,7 +133,7 @@ func scenarios(s *settings) []*scenario {
 	renewals, renewLat := row{"renewals_per_sec", "renewals/s", "ops"}, pct("", "renew")
 	bytesPer := row{"bytes_per_lease", "bytes per lease", "B"}
 	lateness := []row{{"late_p50_ms", "lateness p50", "ms"}, {"late_p99_ms", "lateness p99", "ms"}, {"late_max_ms", "lateness max", "ms"}}
-	return []*scenario{
+	return append([]*scenario{
 		{Name: "uncontended", Group: "1", Title: fmt.Sprintf("uncontended lock cycle: HOLD+RELEASE, %d clients on keys of their own", s.clients),
 			Run: uncontended, On: lockServers, Rate: cycles, Latency: cycleLat,
 			Rows: rows([]row{cycles}, cycleLat, cpuRows("cycle"), []row{errorsRow})},
@@ -160,7 +167,11 @@ func scenarios(s *settings) []*scenario {
 		durable(1),
 		durable(8),
 		durable(50),
-	}
+		watchScenario(s), // watch.go
+		fanout(1),
+		fanout(100),
+		fanout(1000),
+	}, collectionScenarios(s)...) // group 11: bench/collections.go
 }
 
 func main() {
@@ -180,7 +191,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	s := &settings{}
 	var (
-		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), or 1-8")
+		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), watch, pubsub (= pubsub-1,pubsub-100,pubsub-1000), collections (= hset,hget,hgetall,sadd,sismember,smembers and -pipelined, big-del), or 1-11")
 		targets  = fs.String("targets", "tenure,redis-aof,redis,etcd", "servers to run against: tenure, redis-aof, redis, etcd")
 		rounds   = fs.Int("rounds", 3, "rounds; each runs every scenario against every server once")
 		outDir   = fs.String("out", "bench/out", "`directory` for results.json, chart.svg and table.txt")
@@ -476,7 +487,7 @@ func pickScenarios(all []*scenario, spec string) ([]*scenario, error) {
 		f = strings.TrimSpace(f)
 		found := false
 		for _, sc := range all {
-			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") {
+			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") || (f == "pubsub" && sc.Group == "10") || (f == "collections" && sc.Group == "11") {
 				want[sc.Name], found = true, true
 			}
 		}

@@ -35,3 +35,7 @@ func (n *Node) KeyspaceSnapshot() ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// TransferLeadership makes the node, if it leads, hand leadership to a
+// follower and go on as one.
+func (n *Node) TransferLeadership() error { return n.raft.LeadershipTransfer().Error() }

@@ -68,6 +68,7 @@ func representative(row string) (invocation, bool) {
 		"client|help":     {cmd: []any{"CLIENT", "HELP"}},
 		"client|no-evict": {cmd: []any{"CLIENT", "NO-EVICT", "ON"}},
 		"client|no-touch": {cmd: []any{"CLIENT", "NO-TOUCH", "ON"}},
+		"client|reply":    {cmd: []any{"CLIENT", "REPLY", "ON"}},
 		// server
 		"info":                    {cmd: []any{"INFO"}},
 		"command":                 {cmd: []any{"COMMAND"}},
@@ -266,6 +267,22 @@ func representative(row string) (invocation, bool) {
 		"discard": {setup: [][]any{{"MULTI"}, set}, cmd: []any{"DISCARD"}},
 		"watch":   {cmd: []any{"WATCH", k}},
 		"unwatch": {setup: [][]any{{"WATCH", k}}, cmd: []any{"UNWATCH"}},
+		// pub/sub: served by the leader, never through the log (SPEC §13)
+		"subscribe":            {cmd: []any{"SUBSCRIBE", "ch"}},
+		"psubscribe":           {cmd: []any{"PSUBSCRIBE", "ch*"}},
+		"ssubscribe":           {cmd: []any{"SSUBSCRIBE", k}},
+		"unsubscribe":          {cmd: []any{"UNSUBSCRIBE", "ch"}},
+		"punsubscribe":         {cmd: []any{"PUNSUBSCRIBE", "ch*"}},
+		"sunsubscribe":         {cmd: []any{"SUNSUBSCRIBE", k}},
+		"publish":              {cmd: []any{"PUBLISH", "ch", "hello"}},
+		"spublish":             {cmd: []any{"SPUBLISH", k, "hello"}},
+		"pubsub":               {skip: "a container: its subcommands are rows"},
+		"pubsub|channels":      {cmd: []any{"PUBSUB", "CHANNELS"}},
+		"pubsub|shardchannels": {cmd: []any{"PUBSUB", "SHARDCHANNELS"}},
+		"pubsub|numsub":        {cmd: []any{"PUBSUB", "NUMSUB", "ch"}},
+		"pubsub|shardnumsub":   {cmd: []any{"PUBSUB", "SHARDNUMSUB", k}},
+		"pubsub|numpat":        {cmd: []any{"PUBSUB", "NUMPAT"}},
+		"pubsub|help":          {cmd: []any{"PUBSUB", "HELP"}},
 		// locks
 		// scripting: a script writes by the rows it runs, as EXEC does,
 		// through the log as one entry (LOCK-18).
@@ -288,6 +305,7 @@ func representative(row string) (invocation, bool) {
 			cmdFrom: func(r any) []any { return []any{"LOCK.RELEASE", r.([]any)[0]} }},
 		"lock.info":    {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.INFO", "jobs", k}},
 		"lock.list":    {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.LIST", "jobs"}},
+		"lock.watch":   {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.WATCH", "jobs", k}},
 		"lock.holders": {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000", "LIMIT", "2", "OWNER", "w-1"}}, cmd: []any{"LOCK.HOLDERS", "jobs", k}},
 		"lock.revoke":  {setup: [][]any{{"LOCK.HOLD", "jobs", k, row, "TTL", "60000"}}, cmd: []any{"LOCK.REVOKE", "jobs", k}, locks: true},
 	}

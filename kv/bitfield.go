@@ -45,9 +45,10 @@ type BitfieldResult struct {
 // one result each. Only GETs: a read, a missing key reads as zeros. With a
 // SET or INCRBY the string is made, or grown with zero bytes, to hold the
 // farthest field written, before any runs (as Redis does, even when every
-// write then fails by OVERFLOW FAIL). The TTL and fence stay.
-func (s *Store) Bitfield(key []byte, ops []BitfieldOp) ([]BitfieldResult, error) {
-	out := make([]BitfieldResult, len(ops))
+// write then fails by OVERFLOW FAIL). The TTL and fence stay. changed
+// says the string was written (made, grown, or a field changed).
+func (s *Store) Bitfield(key []byte, ops []BitfieldOp) (out []BitfieldResult, changed bool, err error) {
+	out = make([]BitfieldResult, len(ops))
 	var end uint64 // bytes the writes need
 	for _, op := range ops {
 		if op.Kind != BitfieldGet {
@@ -61,14 +62,14 @@ func (s *Store) Bitfield(key []byte, ops []BitfieldOp) ([]BitfieldResult, error)
 			}
 		})
 		if err != nil {
-			return nil, wrap("bitfield", err)
+			return nil, false, wrap("bitfield", err)
 		}
-		return out, nil
+		return out, false, nil
 	}
 	if end > uint64(s.MaxValueLen()) {
-		return nil, ErrTooLarge
+		return nil, false, ErrTooLarge
 	}
-	err := s.update(key, true, func(c *change, it *item) error {
+	err = s.update(key, true, func(c *change, it *item) error {
 		if err := it.cur.is(TypeString); err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func (s *Store) Bitfield(key []byte, ops []BitfieldOp) ([]BitfieldResult, error)
 		if !it.cur.live {
 			r = record{}
 		}
-		changed := !it.cur.live || end > uint64(len(r.value))
+		changed = !it.cur.live || end > uint64(len(r.value))
 		if end > uint64(len(r.value)) {
 			grown := make([]byte, end)
 			copy(grown, r.value)
@@ -109,9 +110,9 @@ func (s *Store) Bitfield(key []byte, ops []BitfieldOp) ([]BitfieldResult, error)
 		return nil
 	})
 	if err != nil {
-		return nil, wrap("bitfield", err)
+		return nil, false, wrap("bitfield", err)
 	}
-	return out, nil
+	return out, changed, nil
 }
 
 // getField reads op's field of v, bits past the end reading as 0.

@@ -249,12 +249,17 @@ func TestCrashMidReclaimShowsNoDeletedMember(t *testing.T) {
 	}
 }
 
-// A pipeline of 16 HSETs and SADDs is one WAL write, as one of SETs is
-// (TestPipelineIsOneCommit), and reads its own writes.
+// A pipeline of 16 HSETs and SADDs is one WAL write and, with
+// FsyncAlways, one fsync, as one of SETs is (TestPipelineIsOneCommit),
+// and reads its own writes. (FsyncAlways: no everysec syncer writes
+// meanwhile.)
 func TestCollectionPipelineIsOneCommit(t *testing.T) {
-	s, writes, _ := openCounted(t, FsyncEverysec)
+	s, writes, syncs := openCounted(t, FsyncAlways)
+	if err := s.Sync(); err != nil { // nothing left for a read to settle
+		t.Fatal(err)
+	}
 	p := s.NewPipeline()
-	before := writes.Load()
+	before, beforeSyncs := writes.Load(), syncs.Load()
 	for i := range 8 {
 		if _, err := p.View().HSet([]byte("h"), bs("f"+strconv.Itoa(i), "v")); err != nil {
 			t.Fatal(err)
@@ -272,10 +277,41 @@ func TestCollectionPipelineIsOneCommit(t *testing.T) {
 	if err := p.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n := writes.Load() - before; n != 1 {
-		t.Errorf("a pipeline of 16 HSET/SADD made %d WAL writes; want 1", n)
+	if n, m := writes.Load()-before, syncs.Load()-beforeSyncs; n != 1 || m != 1 {
+		t.Errorf("a pipeline of 16 HSET/SADD made %d WAL writes and %d fsyncs; want 1 and 1", n, m)
 	}
 	if n, _ := s.SCard([]byte("s1")); n != 4 {
 		t.Errorf("SCARD s1 = %d, want 4", n)
+	}
+}
+
+// WATCH of a hash or set breaks on a write of one member, on HDEL of the
+// last field and on SPOP, and not on a write that changes nothing (an
+// SADD of a member already there), as in Redis.
+func TestCollectionWatch(t *testing.T) {
+	ts := openTest(t)
+	_, _ = ts.HSet([]byte("h"), bs("a", "1"))
+	_, _ = ts.SAdd([]byte("s"), bs("x", "y"))
+	for _, tc := range []struct {
+		name   string
+		key    string
+		write  func()
+		breaks bool
+	}{
+		{"HSET of a field", "h", func() { _, _ = ts.HSet([]byte("h"), bs("b", "2")) }, true},
+		{"HDEL of every field", "h", func() { _, _ = ts.HDel([]byte("h"), bs("a", "b")) }, true},
+		{"SADD of a member there", "s", func() { _, _ = ts.SAdd([]byte("s"), bs("x")) }, false},
+		{"SPOP", "s", func() { _, _ = ts.SPop([]byte("s"), 1) }, true},
+	} {
+		var w Watch
+		if err := ts.Watch(&w, []byte(tc.key)); err != nil {
+			t.Fatal(err)
+		}
+		tc.write()
+		ran, err := ts.Tx(&w, func(*Store) {})
+		if err != nil || ran == tc.breaks {
+			t.Errorf("%s: EXEC ran %v, %v; want ran %v", tc.name, ran, err, !tc.breaks)
+		}
+		ts.Unwatch(&w)
 	}
 }

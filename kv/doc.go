@@ -28,6 +28,7 @@
 //	epoch.go     the epoch (LOCK-10)        errors.go   the sentinel errors
 //	replica.go   a keyspace under a replicated log; snapshot.go its snapshots
 //	store.go     Options, Open, Close, Stats, DBSIZE, FLUSHALL
+//	notify.go    SetKeyHook: keys made and expired, for keyspace notifications
 //
 // The storage mechanics, in storage_*.go: how a command's reads and
 // writes reach Pebble, and what is kept in memory to make them fast.

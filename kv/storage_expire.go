@@ -99,7 +99,7 @@ func (s *Store) sweepKey(ek []byte, now int64) error {
 	at := int64(binary.BigEndian.Uint64(ek[1:prefixLen]))
 	key := ek[prefixLen:]
 	it := s.newItem(key)
-	c := change{db: s.db, now: now}
+	c := change{db: s.db, now: now, hooked: s.hooked()}
 	it.st.Lock()
 	err := s.load(&it, now, false)
 	if err == nil {

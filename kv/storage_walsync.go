@@ -151,11 +151,13 @@ func (s *Store) Save() error {
 	if err := s.refused(); err != nil {
 		return err
 	}
+	changes := s.changes.Load()
 	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
 	if err := s.fsyncWAL(); err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
+	s.changes.Add(-changes) // what was written meanwhile is still to save
 	return nil
 }

@@ -20,6 +20,9 @@ type change struct {
 	writes                    int // puts and deletes asked by the command, not lazy-expiry deletes
 	keys, withExpiry, expired int64
 	deadlines                 int64 // added to less removed, absolute: see Store.deadlineSum
+
+	hooked bool       // a key hook is set: record events (notify.go)
+	events []keyEvent // keys expired and made, told once committed
 }
 
 func (c *change) batch() *pebble.Batch {
@@ -48,9 +51,11 @@ func (c *change) put(it *item, r record) {
 	}
 	if !old.present {
 		c.keys++
+		c.note(KeyNew, it.key)
 	}
 	if old.present && !old.live {
 		c.expired++
+		c.note(KeyExpired, it.key)
 	}
 	if old.present && old.rec.expiry != 0 {
 		c.withExpiry--
@@ -103,6 +108,7 @@ func (c *change) remove(it *item, stale bool) {
 	c.keys--
 	if !old.live {
 		c.expired++
+		c.note(KeyExpired, it.key)
 	}
 	it.cur = slot{}
 	if len(it.st.watched) != 0 {
@@ -128,6 +134,7 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 // batch that holds it) has committed.
 func (s *Store) count(c *change) {
 	s.keys.Add(c.keys)
+	s.changes.Add(int64(c.writes))
 	if c.withExpiry != 0 || c.deadlines != 0 {
 		s.keysWithExpiry.Add(c.withExpiry)
 		s.deadlineSum.Add(c.deadlines - c.withExpiry*s.deadlineBase)
@@ -136,6 +143,7 @@ func (s *Store) count(c *change) {
 		s.expiredTotal.Add(c.expired)
 	}
 	s.markDirty()
+	s.tell(c)
 }
 
 // add adds the counter changes of d to c's.
@@ -145,6 +153,7 @@ func (c *change) add(d *change) {
 	c.withExpiry += d.withExpiry
 	c.expired += d.expired
 	c.deadlines += d.deadlines
+	c.events = append(c.events, d.events...)
 }
 
 func (c *change) close() {
@@ -171,7 +180,7 @@ func (s *Store) update(key []byte, withValue bool, fn func(c *change, it *item) 
 		return err
 	}
 	it := s.newItem(key)
-	c := change{db: s.db, now: s.nowMs()}
+	c := change{db: s.db, now: s.nowMs(), hooked: s.hooked()}
 	it.st.Lock()
 	err := s.load(&it, c.now, withValue)
 	if err == nil {
@@ -203,7 +212,7 @@ func (s *Store) updateMany(keys [][]byte, withValue bool, fn func(c *change, ite
 		return err
 	}
 	items, idx, stripes := s.itemsOf(keys)
-	c := change{db: s.db, now: s.nowMs()}
+	c := change{db: s.db, now: s.nowMs(), hooked: s.hooked()}
 	// Ascending order, so that multi-key commands never deadlock.
 	forStripes(&stripes, func(n int) { s.stripes[n].Lock() })
 	var err error

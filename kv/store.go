@@ -105,6 +105,9 @@ type keyspace struct {
 
 	generation atomic.Uint64 // the last collection generation handed out (storage_reclaim.go)
 	limits     atomic.Pointer[EncodingLimits]
+	changes    atomic.Int64 // records written since Open or the last Save (Stats.ChangesSinceSave)
+
+	keyHook atomic.Pointer[KeyHook] // SetKeyHook's (notify.go)
 }
 
 // Open opens (creating if needed) the store in dir, upgrades an older
@@ -262,18 +265,22 @@ type Stats struct {
 	KeyspaceMisses int64  // reads that did not
 	AvgTTL         int64  // ms left, on average, to the keys with a TTL; 0 when none
 	LastSync       int64  // unix seconds of the last WAL fsync (LASTSAVE)
+	// ChangesSinceSave counts the records written since Open or the last
+	// Save (INFO's rdb_changes_since_last_save, Redis's dirty counter).
+	ChangesSinceSave int64
 }
 
 // Stats returns the current counters and Pebble's disk usage.
 func (s *Store) Stats() Stats {
 	st := Stats{
-		Keys:           s.keys.Load(),
-		KeysWithExpiry: s.keysWithExpiry.Load(),
-		ExpiredTotal:   s.expiredTotal.Load(),
-		KeyspaceHits:   s.lookups.hits.Load(),
-		KeyspaceMisses: s.lookups.misses.Load(),
-		AvgTTL:         s.avgTTL(),
-		LastSync:       s.lastSync.Load(),
+		Keys:             s.keys.Load(),
+		KeysWithExpiry:   s.keysWithExpiry.Load(),
+		ExpiredTotal:     s.expiredTotal.Load(),
+		KeyspaceHits:     s.lookups.hits.Load(),
+		KeyspaceMisses:   s.lookups.misses.Load(),
+		AvgTTL:           s.avgTTL(),
+		LastSync:         s.lastSync.Load(),
+		ChangesSinceSave: s.changes.Load(),
 	}
 	if !s.closed.Load() {
 		st.DiskUsage = s.db.Metrics().DiskSpaceUsage()

@@ -176,7 +176,7 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 		t.now = s.now().UnixMilli()
 	}
 	c := &t.c
-	*c = change{db: s.db, now: t.now}
+	*c = change{db: s.db, now: t.now, hooked: s.hooked()}
 	defer c.close()
 	for i := range items {
 		if err := t.load(s, &items[i], withValue); err != nil {

@@ -144,10 +144,25 @@
 // walk is met once whatever else comes and goes, and a step costs
 // O(count + log n). Keys that share a hash come in one step.
 //
+// # Watching
+//
+// Watch (LOCK.WATCH, LOCK-17) files a watcher in its key's watch set;
+// grant and end note the key (touch), and the step's unlock answers the
+// set once its newest lease's fence is another, with the key's state as
+// the step leaves it, shared by every watcher of the set, then calls
+// their wakes without the lock. A watcher has no goroutine, timer or
+// event of its own; Pause answers every watcher "free", Close ErrClosed.
+//
 // # Observing
 //
 // Config.Observer hears of each grant (with the time the request waited)
 // and each end of a lease (with its reason and how long it was held), under
 // the Manager's lock; the server turns them into metrics and log lines.
+// Lock events (events.go) are for feeds that come and go — pub/sub's
+// __lock@0__ channels, the dashboard, an audit ring: each EventSink added
+// with AddEventSink is told every grant, end, -LOST answer and new epoch
+// in the same critical section as the change, so in order; with no sink
+// no Event is built. A sink must not block: Feed queues on a bounded
+// channel and drops (and counts) what a slow reader has no room for.
 // Events never carry a lease id.
 package lockmod

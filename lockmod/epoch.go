@@ -17,7 +17,7 @@ var ErrNoEpoch = errors.New("no epoch: this node does not grant now")
 // Stats keeps its counters.
 func (m *Manager) Pause() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlock()
 	if m.closed {
 		return
 	}
@@ -31,7 +31,7 @@ func (m *Manager) Pause() {
 // it once a fence was granted in it, any of which would break LOCK-02.
 func (m *Manager) Resume(epoch uint64) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlock()
 	if m.closed {
 		return
 	}
@@ -40,6 +40,7 @@ func (m *Manager) Resume(epoch uint64) {
 	}
 	m.dropAll(ErrNoEpoch)
 	m.epoch, m.n, m.paused = epoch, 0, false
+	m.emitEpoch(epoch)
 }
 
 // Paused reports whether the Manager refuses calls until Resume.
@@ -62,6 +63,11 @@ func (m *Manager) dropAll(err error) {
 				w.finish(Grant{}, err)
 			}
 		}
+	}
+	if errors.Is(err, ErrNoEpoch) {
+		m.dropWatchers(nil) // the node vouches for no lease now: free (SPEC §3)
+	} else {
+		m.dropWatchers(err)
 	}
 	for e := range m.heldInProcess {
 		e.finish(err) // the lease ends with the epoch, or the store (LOCK-13)

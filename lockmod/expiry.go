@@ -138,7 +138,7 @@ func (m *Manager) advance(now instant) bool {
 	step := m.step()
 	var p pacer
 	for m.sweep(now, step) {
-		m.mu.Unlock()
+		m.unlock()
 		if m.betweenSteps != nil {
 			m.betweenSteps()
 		}
@@ -269,7 +269,7 @@ func (m *Manager) fire() {
 			m.sweeping = false
 			m.arm()
 		}
-		m.mu.Unlock()
+		m.unlock()
 		if !more {
 			return
 		}

@@ -116,7 +116,7 @@ func (m *Manager) Hold(req HoldRequest) Ticket {
 		case live:
 			return m.answered(m.grantOf(r, now), nil)
 		case ended:
-			return m.answered(Grant{}, r.reason.lost())
+			return m.answered(Grant{}, m.lostAnswer(r, now))
 		default:
 			return m.resume(r, st, req, ttl, now)
 		}
@@ -282,6 +282,7 @@ func (m *Manager) grant(r *request, shared bool, maxHold time.Duration, ending *
 		m.keys.del(h, old.ref)
 	}
 	m.keys.put(h, r.ref)
+	m.touch(r.name()) // LOCK-17
 	if st := m.states[r.name()]; st != nil {
 		st.shared = shared // LOCK-01: the caller saw it fits
 		st.addHolder(r)
@@ -302,6 +303,9 @@ func (m *Manager) grant(r *request, shared bool, maxHold time.Duration, ending *
 	m.stats.GrantsTotal++
 	if m.trace != nil {
 		m.trace(traceEvent{grant: true, at: now, name: r.name(), reqid: r.reqID(), id: id, fence: fence})
+	}
+	if len(m.sinks) != 0 {
+		m.emitLease(EventGranted, r, 0, now)
 	}
 	if m.observer != nil {
 		lock, key := splitName(r.name())
@@ -325,6 +329,7 @@ func (m *Manager) nextFence() (uint64, error) {
 			return 0, fmt.Errorf("bump epoch: new epoch %d does not follow %d", epoch, m.epoch)
 		}
 		m.epoch, m.n = epoch, 0
+		m.emitEpoch(epoch)
 	}
 	m.n++
 	return m.epoch<<32 | uint64(m.n), nil

@@ -26,7 +26,7 @@ func (m *Manager) Renew(leaseID string, ttl time.Duration) (time.Duration, error
 		return 0, unknownLease()
 	}
 	if r.phase != live {
-		return 0, r.reason.lost() // LOCK-05
+		return 0, m.lostAnswer(r, now) // LOCK-05
 	}
 	if r.ending() != nil {
 		return 0, ErrHeldInProcess // LOCK-13: a deadline would be a ttl it never had
@@ -72,7 +72,7 @@ func (m *Manager) Release(leaseID string) error {
 	case r.reason == released:
 		return nil
 	default:
-		return r.reason.lost()
+		return m.lostAnswer(r, now)
 	}
 }
 
@@ -156,6 +156,7 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 		m.keys.put(h, newest.ref)
 		m.order.add(newest)
 	}
+	m.touch(name) // LOCK-17
 	r.phase = ended
 	r.reason = why
 	r.at = at.add(r.span()) // LOCK-03, LOCK-05: remembered for its ttl after it ends
@@ -179,6 +180,9 @@ func (m *Manager) end(r *request, why reason, at, now instant) {
 	if ending != nil {
 		delete(m.heldInProcess, ending)
 		ending.finish(why.lost()) // LOCK-13: at once, not at a renewal
+	}
+	if len(m.sinks) != 0 {
+		m.emitLease(endKind(why), r, why, at)
 	}
 	if m.observer != nil {
 		lock, key := splitName(name)

@@ -98,6 +98,11 @@ func (m *Manager) Info(lock, key string) (KeyInfo, bool) {
 		return KeyInfo{}, false
 	}
 	defer m.finish(now)
+	return m.infoOf(name, now)
+}
+
+// infoOf is Info of the key named name at now. The caller holds m.mu.
+func (m *Manager) infoOf(name string, now instant) (KeyInfo, bool) {
 	r, st := m.holder(name), m.states[name]
 	if r == nil && st == nil {
 		return KeyInfo{}, false

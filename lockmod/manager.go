@@ -45,6 +45,7 @@ type Stats struct {
 	Epoch         uint64
 	Leases        int64 // live leases
 	Waiters       int64 // places in line, lingering ones included
+	Watchers      int64 // LOCK.WATCH waiting
 	GrantsTotal   uint64
 	RenewalsTotal uint64
 	ReleasedTotal uint64
@@ -93,6 +94,14 @@ type Manager struct {
 	// dueScratch is runDueOf's list of due events, kept for the next.
 	dueScratch []*request
 
+	// watchers are the LOCK.WATCH waiting on each key; touched, the sets
+	// whose key's newest lease changed in this step; woken, the wakes of
+	// watchers answered in it, called once the mutex is let go (watch.go).
+	watchers map[string]*watchSet
+	touched  []*watchSet
+	woken    []func()
+	watching int
+
 	// heldInProcess are the Endings of the live leases held in process,
 	// told ErrClosed by Close (LOCK-13).
 	heldInProcess map[*Ending]struct{}
@@ -105,6 +114,8 @@ type Manager struct {
 	doneCh  chan struct{} // closed at birth: the Done of tickets answered at once
 
 	observer Observer
+	sinks    []sinkEntry // lock events' sinks (events.go); nil: no event is built
+	sinkSeq  uint64
 	trace    func(traceEvent) // tests only
 
 	// sweepStep is DefaultSweepStep; tests and benchmarks change it.
@@ -141,6 +152,7 @@ func New(cfg Config) *Manager {
 		epoch:     cfg.Epoch,
 		n:         cfg.FirstN,
 		states:    make(map[string]*keyState),
+		watchers:  make(map[string]*watchSet),
 		order:     newOrder(),
 
 		heldInProcess: make(map[*Ending]struct{}),
@@ -175,7 +187,7 @@ func New(cfg Config) *Manager {
 // nothing); Stats keeps its counters.
 func (m *Manager) Close() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlock()
 	if m.closed {
 		return
 	}
@@ -246,7 +258,7 @@ func (m *Manager) prefixTaken(id leaseID) bool {
 // Stats returns the gauges and counters.
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlock()
 	if !m.closed && !m.paused && m.advance(m.now()) {
 		m.arm()
 	}
@@ -254,6 +266,7 @@ func (m *Manager) Stats() Stats {
 	s.Epoch = m.epoch
 	s.Leases = int64(m.live)
 	s.Waiters = int64(m.waiters)
+	s.Watchers = int64(m.watching)
 	return s
 }
 
@@ -435,10 +448,10 @@ func (m *Manager) step() int {
 }
 
 // finish ends what begin started: it arms the timer for the next event and
-// lets the mutex go.
+// lets the mutex go, answering the watchers of what changed (unlock).
 func (m *Manager) finish(instant) {
 	m.arm()
-	m.mu.Unlock()
+	m.unlock()
 }
 
 // now reads store time.

@@ -38,6 +38,7 @@ func cmdSetBit(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyString, "setbit", args[1])
 	c.out.Int(int64(old))
 }
 
@@ -168,6 +169,9 @@ func cmdBitOp(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if n > 0 {
+		c.notify(notifyString, "set", args[2])
+	}
 	c.out.Int(n)
 }
 
@@ -236,10 +240,13 @@ func bitfield(c *conn, args [][]byte, readOnly bool) {
 		c.out.Err("BITFIELD_RO only supports the GET subcommand")
 		return
 	}
-	res, err := c.store.Bitfield(args[1], ops)
+	res, changed, err := c.store.Bitfield(args[1], ops)
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if changed {
+		c.notify(notifyString, "setbit", args[1])
 	}
 	c.out.Array(len(res))
 	for _, r := range res {

@@ -427,25 +427,6 @@ func timeoutArg(b []byte) (time.Duration, string) {
 	return time.Duration(ms) * time.Millisecond, ""
 }
 
-// Leadership is what a cluster's node tells the server of its leading
-// (cluster.Locks): the lock module's pause and resume, and for the
-// clients blocked here, an answer when this node stops leading, so that
-// they retry on the new leader (SPEC §13).
-type Leadership struct{ s *Server }
-
-// Leadership is the cluster.Locks to hand the node: s's lock module, and
-// s's blocked clients.
-func (s *Server) Leadership() Leadership { return Leadership{s} }
-
-// Pause pauses the lock module and answers every blocked client.
-func (l Leadership) Pause() {
-	l.s.locks.Pause()
-	l.s.blocks.unblockAll("leader")
-}
-
-// Resume resumes the lock module at epoch.
-func (l Leadership) Resume(epoch uint64) { l.s.locks.Resume(epoch) }
-
 // attemptHere runs a blocking command's attempt: local, the non-blocking
 // form, on a single server or applying a cluster's entry; on a cluster's
 // leader, the request itself through the log, whose entry runs local on

@@ -264,3 +264,38 @@ func TestBigDelAnswersAtOnce(t *testing.T) {
 		t.Errorf("after DEL and SADD: %d members", len(ms))
 	}
 }
+
+// Keyspace notifications of hashes and sets (SPEC §13), Redis 7's events:
+// hset, hdel and "del" when the last field goes, hincrby; sadd, srem,
+// spop, SMOVE's srem and sadd, the STORE forms' events or "del";
+// BITFIELD's setbit.
+func TestCollectionNotifications(t *testing.T) {
+	s := start(t)
+	ctx := context.Background()
+	c := s.Client()
+	sub := s.Client().PSubscribe(ctx, "__keyevent@0__:*")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.ConfigSet(ctx, "notify-keyspace-events", "EA")
+	c.HSet(ctx, "h", "a", "1")
+	c.HSetNX(ctx, "h", "a", "2") // nothing set: no event
+	c.HIncrBy(ctx, "h", "n", 1)
+	c.HDel(ctx, "h", "a", "n")
+	c.SAdd(ctx, "s", "x", "y")
+	c.SAdd(ctx, "s", "x") // nothing added: no event
+	c.SMove(ctx, "s", "t", "x")
+	c.SInterStore(ctx, "d", "s", "t") // empty, d missing: no event
+	c.SUnionStore(ctx, "d", "s", "t")
+	c.SInterStore(ctx, "d", "s", "t") // empty: d deleted
+	c.SPop(ctx, "s")
+	c.BitField(ctx, "b", "SET", "u8", "0", "1")
+	for _, want := range []string{"hset h", "hincrby h", "hdel h", "del h", "sadd s", "srem s", "sadd t",
+		"sunionstore d", "del d", "spop s", "del s", "setbit b"} {
+		m := recv(t, sub)
+		if got := m.Channel[len("__keyevent@0__:"):] + " " + m.Payload; got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+}

@@ -68,6 +68,9 @@ func cmdDelEx(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if deleted {
+		c.notify(notifyGeneric, "del", args[1])
+	}
 	c.out.Bool(deleted)
 }
 
@@ -77,6 +80,9 @@ func cmdDelIfEq(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if deleted {
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.out.Bool(deleted)
 }

@@ -42,6 +42,8 @@ func (s *Server) configValues() [][2]string {
 		{"hash-max-listpack-value", itoa(l.HashMaxListpackValue)},
 		{"hash-max-ziplist-value", itoa(l.HashMaxListpackValue)},
 		{"set-max-intset-entries", itoa(l.SetMaxIntsetEntries)},
+		{"notify-keyspace-events", notifyClass(s.pubsub.notify.Load()).String()},
+		{"client-output-buffer-limit", s.pubsub.limits.Load().String()},
 	}, s.collectionConfigValues()...)
 }
 
@@ -116,6 +118,20 @@ func cmdConfigSet(c *conn, args [][]byte) {
 				return
 			}
 			apply = append(apply, set)
+		case "notify-keyspace-events":
+			f, ok := parseNotify(val)
+			if !ok {
+				failed("Invalid event class character. Use 'Ag$lshzxeKEtmdnL'.")
+				return
+			}
+			apply = append(apply, func() { c.srv.setNotify(f) })
+		case "client-output-buffer-limit":
+			lim, why := parseObufLimits(c.srv.pubsub.limits.Load(), val)
+			if why != "" {
+				failed(why)
+				return
+			}
+			apply = append(apply, func() { c.srv.pubsub.limits.Store(lim) })
 		case "loglevel":
 			var l slog.Level
 			switch strings.ToLower(val) {
@@ -219,6 +235,7 @@ func cmdConfigResetStat(c *conn, args [][]byte) {
 	st.netInput.Store(0)
 	st.netOutput.Store(0)
 	st.heapPeak.Store(0)
+	c.srv.pubsub.cut.Store(0)
 	c.store.ResetStats()
 	for _, row := range c.srv.rows() {
 		if row.metrics != nil {
@@ -232,7 +249,8 @@ func cmdConfigHelp(c *conn, args [][]byte) {
 	c.out.BulkStrings(
 		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-		"SET <directive> <value>", "    Set the configuration <directive> to <value> (maxclients, loglevel).",
+		"SET <directive> <value>", "    Set the configuration <directive> to <value> (maxclients, loglevel, busy-reply-threshold,",
+		"    notify-keyspace-events, client-output-buffer-limit).",
 		"RESETSTAT", "    Reset statistics reported by the INFO command.",
 		"HELP", "    Print this help.",
 	)

@@ -76,6 +76,12 @@ type conn struct {
 	libVer  string
 	noEvict bool // CLIENT NO-EVICT: shown in CLIENT LIST's flags
 	noTouch bool // CLIENT NO-TOUCH: shown in CLIENT LIST's flags
+
+	// ps is the connection's subscriptions and its output queue, from its
+	// first SUBSCRIBE on (pubsub.go); nil before.
+	ps *subscriptions
+	// replyMode is CLIENT REPLY's: replies on, off, or skip the next.
+	replyMode replyMode
 }
 
 // applyingEntry says the conn applies a cluster's log entry (Server.Apply)
@@ -187,6 +193,16 @@ func (c *conn) panicked(args [][]byte, mark int, p any) {
 func (c *conn) flush() bool {
 	c.endBatch()
 	c.lastEnd = time.Time{}
+	if c.ps != nil {
+		// A subscriber's replies keep their place among its messages
+		// (pushqueue.go); the writer counts the bytes.
+		ok := c.ps.q.flushReply(c.out.b)
+		c.out.b = c.out.b[:0]
+		if !ok {
+			c.closing = true
+		}
+		return ok
+	}
 	if c.out.Len() == 0 {
 		return true
 	}
@@ -207,6 +223,7 @@ func (c *conn) flush() bool {
 func (c *conn) close() {
 	c.endBatch()
 	c.endTx()
+	c.endPushes()
 	c.nc.Close()
 	c.srv.forget(c)
 }

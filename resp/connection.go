@@ -13,6 +13,17 @@ import (
 // Connection commands: PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT.
 
 func cmdPing(c *conn, args [][]byte) {
+	if c.subscribedRESP2() {
+		// Redis's PING in RESP2's subscribed mode: ["pong", arg or ""].
+		c.out.Array(2)
+		c.out.BulkString("pong")
+		if len(args) > 1 {
+			c.out.Bulk(args[1])
+		} else {
+			c.out.BulkString("")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.out.Status("PONG")
@@ -154,6 +165,8 @@ func (c *conn) authenticate(user, password []byte) bool {
 // and, with users configured, not authenticated.
 func cmdReset(c *conn, args [][]byte) {
 	c.endTx()
+	c.unsubscribeAll() // out of subscribed mode, telling nobody
+	c.replyMode = replyOn
 	c.mu.Lock()
 	c.name = ""
 	c.noEvict, c.noTouch = false, false
@@ -217,6 +230,7 @@ func cmdClientInfo(c *conn, args [][]byte) { c.out.Verbatim(c.describe(time.Now(
 // reads it: one filter or none. Every connection here is of type normal.
 func cmdClientList(c *conn, args [][]byte) {
 	var ids []int64
+	listType := "" // a subscriber is of type pubsub, any other normal
 	switch {
 	case len(args) == 2:
 	case len(args) == 4 && strings.EqualFold(string(args[2]), "type"):
@@ -225,10 +239,11 @@ func cmdClientList(c *conn, args [][]byte) {
 			c.out.Err("Unknown client type '" + cString(args[3], len(args[3])) + "'")
 			return
 		}
-		if typ != "normal" {
+		if typ != "normal" && typ != "pubsub" {
 			c.out.Verbatim("")
 			return
 		}
+		listType = typ
 	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
 		for _, a := range args[3:] {
 			id, ok := parseInt(a)
@@ -247,6 +262,9 @@ func cmdClientList(c *conn, args [][]byte) {
 	conns := c.srv.connections()
 	if ids == nil {
 		for _, o := range conns {
+			if listType != "" && listType != o.clientType() {
+				continue
+			}
 			b.WriteString(o.describe(now))
 			b.WriteByte('\n')
 		}
@@ -262,6 +280,14 @@ func cmdClientList(c *conn, args [][]byte) {
 		}
 	}
 	c.out.Verbatim(b.String())
+}
+
+// clientType is Redis's type of o: pubsub while it has a subscription.
+func (c *conn) clientType() string {
+	if sub, psub, ssub := c.pubsubCounts(); sub+psub+ssub > 0 {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // clientType reads a client type name as Redis's getClientTypeByName does.
@@ -343,7 +369,7 @@ func cmdClientKill(c *conn, args [][]byte) {
 	}
 	var killed int64
 	for _, o := range c.srv.connections() {
-		if (id != 0 && o.id != id) || (typ != "" && typ != "normal") ||
+		if (id != 0 && o.id != id) || (typ != "" && typ != o.clientType()) ||
 			(addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) ||
 			(hasUser && o.userName() != u) || (skipMe && o == c) {
 			continue
@@ -415,10 +441,14 @@ func (c *conn) describe(now time.Time) string {
 		cmd = lc.Name
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
+	sub, psub, ssub := c.pubsubCounts()
+	if sub+psub+ssub > 0 {
+		flags = strings.Replace(flags, "N", "", 1) + "P"
+	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s role=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
+	fmt.Fprintf(&b, "id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=%d multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s role=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
 		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), int64(idle.Seconds()), flags,
-		cmd, user, role, proto, lib, ver)
+		sub, psub, ssub, cmd, user, role, proto, lib, ver)
 	return b.String()
 }
 
@@ -474,4 +504,31 @@ func (c *conn) clientMode(arg []byte, mode *bool) {
 	*mode = on
 	c.mu.Unlock()
 	c.out.OK()
+}
+
+// replyMode is CLIENT REPLY's setting of a connection.
+type replyMode uint8
+
+const (
+	replyOn   replyMode = iota
+	replyOff            // no reply to anything until CLIENT REPLY ON
+	replySkip           // no reply to the next command
+)
+
+// cmdClientReply is CLIENT REPLY ON|OFF|SKIP: ON answers OK, OFF and SKIP
+// nothing (exec drops the replies; pushes still go, as Redis sends them).
+func cmdClientReply(c *conn, args [][]byte) {
+	switch option(args[2]) {
+	case "on":
+		c.replyMode = replyOn
+		c.out.OK()
+	case "off":
+		c.replyMode = replyOff
+	case "skip":
+		if c.replyMode != replyOff {
+			c.replyMode = replySkip
+		}
+	default:
+		c.syntaxError()
+	}
 }

@@ -29,9 +29,22 @@ func (c *conn) exec(args [][]byte) (end time.Time) {
 	c.lastEnd = time.Time{} // requests that EXEC runs time themselves
 	mark := c.out.Len()
 	c.srv.stats.commandsTotal.Add(1)
+	skip := c.replyMode == replySkip // armed by the CLIENT REPLY SKIP before
+	if skip {
+		c.replyMode = replyOn
+	}
 	cmd := c.dispatch(args)
 	c.serveReady() // blocking.go: clients blocked on what it pushed
-	return c.counted(cmd, start, mark)
+	end = c.counted(cmd, start, mark)
+	// CLIENT REPLY OFF or SKIP: the reply is dropped, but for the
+	// confirmations of (un)subscribing, which Redis pushes regardless.
+	if (skip || c.replyMode == replyOff) && (cmd == nil || cmd.Flags&flagPush == 0) {
+		c.out.truncate(mark)
+	}
+	if c.ps != nil {
+		c.ps.q.resp3.Store(c.out.resp3) // HELLO may have switched it
+	}
+	return end
 }
 
 // counted counts a request that started at start and whose reply begins
@@ -56,6 +69,11 @@ func (c *conn) dispatch(args [][]byte) *command {
 	switch {
 	case !ok:
 		c.tx.refused() // Redis: a request refused while queueing discards the transaction
+	case c.subscribedRESP2() && cmd.Flags&(flagPush|flagSubscribed) == 0:
+		// RESP2's subscribed mode (pubsub.go), as Redis 7 refuses.
+		c.out.Err("Can't execute '" + cmd.Name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		cmd.rejected()
+		c.tx.refused()
 	case c.scriptBusy(cmd, args):
 		// resp/scripting.go: another client's script ran past busy-reply-threshold
 	case c.tx.queueing && cmd.Flags&FlagNoMulti != 0:

@@ -46,17 +46,23 @@
 //	replies.go     the reply encoder, RESP2 or RESP3 as the connection asked
 //	options.go     the option parser the handlers share
 //	connection.go  PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT
-//	server.go      COMMAND, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE
+//	server.go      COMMAND, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SAVE, BGSAVE, MEMORY
 //	config.go      CONFIG GET, SET, RESETSTAT
 //	info.go        INFO, one function per section
 //	commanddocs.go COMMAND DOCS's argument lists
 //	cluster.go     CLUSTER, ROLE, INFO's cluster sections (SPEC §10)
 //	strings.go     GET, SET, INCR, APPEND, LCS, … (kv's strings)
 //	compare.go     SET … IFEQ/IFNE/IFDEQ/IFDNE, DELEX, DIGEST, DELIFEQ
-//	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
+//	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO
+//	hashes.go      HSET, HGET, HGETALL, HINCRBY, HRANDFIELD, HSCAN, … (kv's hashes)
+//	sets.go        SADD, SMEMBERS, SPOP, SINTER…, SSCAN, … (kv's sets)
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE
+//	lockwatch.go   LOCK.WATCH: a watcher waits on its connection's own read, no goroutine of its own
+//	pubsub.go      SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE and UN-, PUBLISH, SPUBLISH, PUBSUB (SPEC §13)
+//	pushqueue.go   a subscriber's bounded output and its writer; client-output-buffer-limit
+//	notify.go      keyspace notifications (notify-keyspace-events) and lock events (L)
 //	scripting.go   EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT (package script runs the Lua)
 //	users.go       the users file and its roles (SPEC §5)
 //	tls.go         --tls-cert and --tls-key
@@ -72,4 +78,19 @@
 // the server's store would wait for the stripes the transaction holds. A
 // relative expiry counts from c.nowMs, never the wall clock: applying an
 // entry of the log, that is the leader's clock in the entry.
+//
+// # Keyspace notifications
+//
+// A handler that changes a key tells subscribers with one call, after its
+// write succeeded, as Redis's notifyKeyspaceEvent (notify.go):
+//
+//	c.notify(notifyHash, "hset", key)
+//
+// The class is the letter of notify-keyspace-events (notifyGeneric g,
+// notifyString $, notifyList l, notifySet s, notifyHash h, notifyZset z)
+// and the event Redis 7's name for what happened (src/t_*.c's calls say
+// which: "hset", "lpush", "zadd", "srem", "del" when a collection's last
+// member goes, …). It costs an atomic load when the class is off or
+// nobody subscribes. "expired" and "new" come from the keyspace itself
+// (kv.Store.SetKeyHook) and need no call.
 package resp

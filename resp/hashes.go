@@ -21,6 +21,7 @@ func cmdHSet(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyHash, "hset", args[1])
 	if option(args[0]) == "hmset" {
 		c.out.OK()
 		return
@@ -33,6 +34,9 @@ func cmdHSetNX(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		c.notify(notifyHash, "hset", args[1])
 	}
 	c.out.Bool(ok)
 }
@@ -110,6 +114,10 @@ func cmdHDel(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if n > 0 {
+		c.notify(notifyHash, "hdel", args[1])
+		c.notifyEmptied(args[1])
+	}
 	c.out.Int(n)
 }
 
@@ -124,6 +132,7 @@ func cmdHIncrBy(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyHash, "hincrby", args[1])
 	c.out.Int(n)
 }
 
@@ -142,6 +151,7 @@ func cmdHIncrByFloat(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyHash, "hincrbyfloat", args[1])
 	c.out.Bulk(v)
 }
 

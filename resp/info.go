@@ -115,7 +115,7 @@ func (s *Server) infoClients() [][2]string {
 		{"blocked_clients", itoa(s.stats.blocked.Load())},
 		{"cluster_connections", "0"},
 		{"tracking_clients", "0"},
-		{"pubsub_clients", "0"},
+		{"pubsub_clients", itoa(int64(s.pubsub.clients()))},
 	}
 }
 
@@ -160,12 +160,13 @@ func (s *Server) infoPersistence() [][2]string {
 		{"aof_rewrite_in_progress", "0"},
 		{"aof_last_write_status", "ok"},
 		{"rdb_bgsave_in_progress", "0"},
-		{"rdb_changes_since_last_save", "0"},
+		{"rdb_changes_since_last_save", itoa(st.ChangesSinceSave)},
 	}
 }
 
 func (s *Server) infoStats() [][2]string {
 	st := s.store.Stats()
+	channels, patterns, shard := s.pubsub.stats()
 	return [][2]string{
 		{"total_connections_received", itoa(s.stats.connectionsTotal.Load())},
 		{"total_commands_processed", itoa(s.stats.commandsTotal.Load())},
@@ -179,8 +180,10 @@ func (s *Server) infoStats() [][2]string {
 		{"total_net_output_bytes", itoa(s.stats.netOutput.Load())},
 		{"evicted_keys", "0"},
 		{"total_error_replies", itoa(s.stats.errorReplies.Load())},
-		{"pubsub_channels", "0"},
-		{"pubsub_patterns", "0"},
+		{"pubsub_channels", itoa(int64(channels))},
+		{"pubsub_patterns", itoa(int64(patterns))},
+		{"pubsubshard_channels", itoa(int64(shard))},
+		{"client_output_buffer_limit_disconnections", itoa(s.pubsub.cut.Load())},
 		{"latest_fork_usec", "0"},
 	}
 }
@@ -229,6 +232,7 @@ func (s *Server) infoLocks() [][2]string {
 		{"epoch", utoa(st.Epoch)},
 		{"leases", itoa(int64(st.Leases))},
 		{"waiters", itoa(int64(st.Waiters))},
+		{"watchers", itoa(st.Watchers)}, // LOCK.WATCH waiting (SPEC §3)
 		{"grants_total", utoa(st.GrantsTotal)},
 		{"renewals_total", utoa(st.RenewalsTotal)},
 		{"released_total", utoa(st.ReleasedTotal)},

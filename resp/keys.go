@@ -12,10 +12,30 @@ import (
 // KEYS, SCAN, RENAME, RENAMENX.
 
 func cmdDel(c *conn, args [][]byte) {
+	if len(args) > 2 && c.srv.notifying(notifyGeneric) {
+		// Which keys went is told key by key (notify.go): one DEL each.
+		var n int64
+		for _, k := range args[1:] {
+			d, err := c.store.Del([][]byte{k})
+			if err != nil {
+				c.storeError(err)
+				return
+			}
+			if d > 0 {
+				c.notify(notifyGeneric, "del", k)
+			}
+			n += d
+		}
+		c.out.Int(n)
+		return
+	}
 	n, err := c.store.Del(args[1:])
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if n > 0 {
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.out.Int(n)
 }
@@ -78,6 +98,9 @@ func expire(c *conn, args [][]byte, name string) {
 		c.storeError(err)
 		return
 	}
+	if set {
+		c.notifyExpiry(args[1], at)
+	}
 	c.out.Bool(set)
 }
 
@@ -128,6 +151,9 @@ func cmdPersist(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		c.notify(notifyGeneric, "persist", args[1])
 	}
 	c.out.Bool(ok)
 }
@@ -211,6 +237,7 @@ func cmdRename(c *conn, args [][]byte) {
 		return
 	}
 	c.ready(args[2]) // blocking.go: a list or zset moved into place
+	c.notifyRename(args[1], args[2])
 	c.out.OK()
 }
 
@@ -222,6 +249,7 @@ func cmdRenameNX(c *conn, args [][]byte) {
 	}
 	if ok {
 		c.ready(args[2])
+		c.notifyRename(args[1], args[2])
 	}
 	c.out.Bool(ok)
 }
@@ -320,6 +348,7 @@ func cmdCopy(c *conn, args [][]byte) {
 	}
 	if ok {
 		c.ready(args[2])
+		c.notify(notifyGeneric, "copy_to", args[2])
 	}
 	c.out.Bool(ok)
 }

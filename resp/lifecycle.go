@@ -93,6 +93,7 @@ type Server struct {
 	scripts scripts      // resp/scripting.go
 	blocks  blocking     // resp/blocking.go: clients blocked in BLPOP and the like
 	lists   listSettings // resp/config_collections.go
+	pubsub  pubsub       // resp/pubsub.go, resp/notify.go
 }
 
 type serverStats struct {
@@ -139,6 +140,7 @@ func New(cfg Config, b Backends) *Server {
 	s.metrics.bind(s)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.scripts.init()
+	s.pubsub.init()
 	return s
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 // Lock commands (SPEC §3, §12): LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE,
-// LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE. The semantics are
+// LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE; LOCK.WATCH is
+// lockwatch.go's. The semantics are
 // lockmod's; this file parses, waits and replies.
 
 // maxWait is LOCK.HOLD's longest WAIT, about 35 years: "no limit" in
@@ -253,6 +254,13 @@ func cmdLockRelease(c *conn, args [][]byte) {
 // newest's (SPEC §3).
 func cmdLockInfo(c *conn, args [][]byte) {
 	info, ok := c.srv.locks.Info(string(args[1]), string(args[2]))
+	c.keyInfo(info, ok)
+}
+
+// keyInfo answers a key's state as LOCK.INFO shows it: null when it is
+// free and nobody waits, else a map of nine fields (an array of pairs in
+// RESP2).
+func (c *conn) keyInfo(info lockmod.KeyInfo, ok bool) {
 	if !ok {
 		c.out.NullArray()
 		return

@@ -1236,7 +1236,7 @@ func TestInfoLocksSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "# Locks\r\nepoch:1\r\nleases:0\r\nwaiters:0\r\ngrants_total:0\r\nrenewals_total:0\r\n" +
+	want := "# Locks\r\nepoch:1\r\nleases:0\r\nwaiters:0\r\nwatchers:0\r\ngrants_total:0\r\nrenewals_total:0\r\n" +
 		"released_total:0\r\nexpired_total:0\r\nrevoked_total:0\r\n"
 	lkExpect(t, "INFO locks of a new store", strconv.Quote(text), strconv.Quote(want))
 

@@ -270,11 +270,14 @@ var (
 	descRevocations = prometheus.NewDesc("tenure_lock_revocations_total", "Leases revoked, by cause: maxhold (MAXHOLD reached) or admin (LOCK.REVOKE).", []string{"cause"}, nil)
 	descKeys        = prometheus.NewDesc("tenure_keys", "Keys in the keyspace (expired ones not yet swept included, as DBSIZE).", nil, nil)
 	descDiskBytes   = prometheus.NewDesc("tenure_disk_bytes", "Bytes of the store's files on disk.", nil, nil)
+	descPubSubCut   = prometheus.NewDesc("tenure_pubsub_output_limit_disconnects_total", "Subscribers disconnected for passing client-output-buffer-limit pubsub.", nil, nil)
+	descPubSubChans = prometheus.NewDesc("tenure_pubsub_channels", "Channels, patterns and shard channels with a subscriber, by kind.", []string{"kind"}, nil)
 )
 
 func (sc *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descBlocked, descLeases, descWaiters, descEpoch,
-		descGrants, descRenewals, descReleases, descExpiries, descRevocations, descKeys, descDiskBytes} {
+		descGrants, descRenewals, descReleases, descExpiries, descRevocations, descKeys, descDiskBytes,
+		descPubSubCut, descPubSubChans} {
 		ch <- d
 	}
 }
@@ -312,6 +315,12 @@ func (sc *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	ks := s.store.Stats()
 	gauge(descKeys, float64(ks.Keys))
 	gauge(descDiskBytes, float64(ks.DiskUsage))
+
+	counter(descPubSubCut, uint64(s.pubsub.cut.Load()))
+	channels, patterns, shard := s.pubsub.stats()
+	for kind, n := range map[string]int{"channel": channels, "pattern": patterns, "shard": shard} {
+		ch <- prometheus.MustNewConstMetric(descPubSubChans, prometheus.GaugeValue, float64(n), kind)
+	}
 }
 
 // ServeMetrics serves this server's Prometheus metrics over HTTP at

@@ -119,7 +119,7 @@ func TestRoleMatrix(t *testing.T) {
 		"scan": resp.RoleRead, "lock.info": resp.RoleRead, "info": resp.RoleRead,
 		"set": resp.RoleWrite, "del": resp.RoleWrite,
 		"lock.hold": resp.RoleWrite, "lock.renew": resp.RoleWrite, "lock.release": resp.RoleWrite,
-		"lock.revoke": resp.RoleAdmin, "flushall": resp.RoleAdmin, "config|set": resp.RoleAdmin,
+		"lock.watch": resp.RoleRead, "lock.revoke": resp.RoleAdmin, "flushall": resp.RoleAdmin, "config|set": resp.RoleAdmin,
 		"shutdown": resp.RoleAdmin, "client|kill": resp.RoleAdmin,
 	}
 	noAuth := map[string]bool{"auth": true, "hello": true, "ping": true, "quit": true}
@@ -152,6 +152,9 @@ func TestRoleMatrix(t *testing.T) {
 		}
 		for len(req) < n {
 			req = append(req, "x")
+		}
+		if cmd.Name == "lock.watch" {
+			req = append(req, "FENCE", "1") // answered at once: a free key's fence is not 1
 		}
 		for _, l := range logins {
 			allowed := l.role >= cmd.Role

@@ -55,6 +55,13 @@ func (c *conn) route(cmd *command, args [][]byte) bool {
 	addr, self := cl.Leader()
 	if !self {
 		c.redirect(cmd, args, addr)
+		if cmd.Flags&flagPush != 0 {
+			// A subscriber on a node that does not lead would wait for
+			// messages that never come here (SPEC §13): closing after the
+			// -MOVED makes its client reconnect where its cluster state
+			// now points, as it does when a leader drops its subscribers.
+			c.closing = true
+		}
 		return true
 	}
 	switch {

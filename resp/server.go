@@ -216,6 +216,9 @@ func (c *conn) writeCommandInfo(cmd *command) {
 func commandInfoFlags(cmd *command) []string {
 	var flags []string
 	switch {
+	case cmd.Effect&effPubSub != 0:
+		// Redis's: neither write nor readonly, whatever the role.
+		flags = append(flags, "pubsub")
 	case cmd.writes():
 		flags = append(flags, "write")
 	case cmd.Role < RoleAdmin:
@@ -393,6 +396,9 @@ func commandOf(table map[string]*command, req [][]byte) (*command, [][]byte, str
 // Redis tells finer kinds apart (DEL's keys are "RM delete", SET's "RW
 // access update"); cluster clients read only where the keys are.
 func keySpecFlags(cmd *command) []string {
+	if cmd.Effect&effPubSub != 0 {
+		return []string{"not_key"} // a shard channel, which cluster clients route as a key
+	}
 	if cmd.writes() {
 		return []string{"RW", "update"}
 	}

@@ -357,7 +357,7 @@ func TestServerCommandTable(t *testing.T) {
 			prefix("client|getname", prefix("summary", anyString(), "since", anyString(), "group", "connection")))}},
 		{"COMMAND INFO lock.hold", []any{prefix("lock.hold", -4, []any{"write", "blocking"})}},
 		{"COMMAND INFO ping", []any{prefix("ping", -1, []any{"readonly", "noauth", "fast"})}},
-		{"COMMAND LIST FILTERBY PATTERN lock.*", sameSet("lock.hold", "lock.renew", "lock.release", "lock.info", "lock.revoke", "lock.list", "lock.holders")},
+		{"COMMAND LIST FILTERBY PATTERN lock.*", sameSet("lock.hold", "lock.renew", "lock.release", "lock.info", "lock.revoke", "lock.list", "lock.holders", "lock.watch")},
 	})
 }
 
@@ -377,7 +377,7 @@ func TestServerConfig(t *testing.T) {
 		{"CONFIG GET dir", []any{"dir", s.Dir}},
 		{"CONFIG GET databases", []any{"databases", "1"}},
 		{"CONFIG GET proto-max-bulk-len", []any{"proto-max-bulk-len", "536870912"}},
-		{"CONFIG GET *", arrayOf(50, anyString())}, // + the encoding limits (kv.EncodingLimits), five names, and the zset and list settings, seven
+		{"CONFIG GET *", arrayOf(54, anyString())}, // + the encoding limits (kv.EncodingLimits), five names; the zset and list settings, seven
 		{"CONFIG GET busy-reply-threshold", []any{"busy-reply-threshold", "5000"}},
 		{"CONFIG SET lua-time-limit 100", "OK"}, // Redis's old name of busy-reply-threshold
 		{"CONFIG GET busy-reply-threshold", []any{"busy-reply-threshold", "100"}},

@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"bytes"
+
 	"github.com/tenure-db/tenure/kv"
 )
 
@@ -20,6 +22,9 @@ func cmdSAdd(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if n > 0 {
+		c.notify(notifySet, "sadd", args[1])
+	}
 	c.out.Int(n)
 }
 
@@ -28,6 +33,10 @@ func cmdSRem(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if n > 0 {
+		c.notify(notifySet, "srem", args[1])
+		c.notifyEmptied(args[1])
 	}
 	c.out.Int(n)
 }
@@ -105,6 +114,10 @@ func cmdSPop(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if len(out) > 0 {
+		c.notify(notifySet, "spop", args[1])
+		c.notifyEmptied(args[1])
+	}
 	if len(args) == 3 {
 		c.replySet(out)
 		return
@@ -158,6 +171,11 @@ func cmdSMove(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if ok && !bytes.Equal(args[1], args[2]) {
+		c.notify(notifySet, "srem", args[1])
+		c.notifyEmptied(args[1])
+		c.notify(notifySet, "sadd", args[2])
+	}
 	c.out.Bool(ok)
 }
 
@@ -174,17 +192,42 @@ func setAlgebra(c *conn, op kv.SetOp, keys [][]byte) {
 	c.replySet(out)
 }
 
-func cmdSInterStore(c *conn, args [][]byte) { setAlgebraStore(c, kv.SetInter, args) }
-func cmdSUnionStore(c *conn, args [][]byte) { setAlgebraStore(c, kv.SetUnion, args) }
-func cmdSDiffStore(c *conn, args [][]byte)  { setAlgebraStore(c, kv.SetDiff, args) }
+func cmdSInterStore(c *conn, args [][]byte) { setAlgebraStore(c, kv.SetInter, args, "sinterstore") }
+func cmdSUnionStore(c *conn, args [][]byte) { setAlgebraStore(c, kv.SetUnion, args, "sunionstore") }
+func cmdSDiffStore(c *conn, args [][]byte)  { setAlgebraStore(c, kv.SetDiff, args, "sdiffstore") }
 
-func setAlgebraStore(c *conn, op kv.SetOp, args [][]byte) {
+// setAlgebraStore is SINTERSTORE, SUNIONSTORE and SDIFFSTORE; event is
+// the notification of a result stored, as Redis's ("del" when an empty
+// result deleted dst).
+func setAlgebraStore(c *conn, op kv.SetOp, args [][]byte, event string) {
+	existed := false
+	if c.srv.notifying(notifyGeneric) {
+		n, _ := c.store.Exists(args[1:2])
+		existed = n > 0
+	}
 	n, err := c.store.SetAlgebraStore(op, args[1], args[2:])
 	if err != nil {
 		c.storeError(err)
 		return
 	}
+	switch {
+	case n > 0:
+		c.notify(notifySet, event, args[1])
+	case existed:
+		c.notify(notifyGeneric, "del", args[1])
+	}
 	c.out.Int(n)
+}
+
+// notifyEmptied tells "del" of key when the write before emptied it, and
+// so deleted it (HDEL, SREM, SPOP, SMOVE's source), as Redis does.
+func (c *conn) notifyEmptied(key []byte) {
+	if !c.srv.notifying(notifyGeneric) {
+		return
+	}
+	if n, err := c.store.Exists([][]byte{key}); err == nil && n == 0 {
+		c.notify(notifyGeneric, "del", key)
+	}
 }
 
 // cmdSInterCard is SINTERCARD numkeys key [key ...] [LIMIT limit].

@@ -148,6 +148,7 @@ func cmdGet(c *conn, args [][]byte) {
 	case err != nil:
 		c.storeError(err)
 	case !found:
+		c.notify(notifyKeyMiss, "keymiss", args[1])
 		c.out.Null()
 	}
 }
@@ -212,6 +213,9 @@ func setReply(c *conn, o kv.SetOptions, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if res.Written {
+		c.notifySet(args[1], o.Expiry)
+	}
 	switch {
 	case o.Get:
 		c.out.BulkOrNull(res.Old, res.OldExists)
@@ -228,6 +232,9 @@ func cmdSetNX(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if res.Written {
+		c.notify(notifyString, "set", args[1])
+	}
 	c.out.Bool(res.Written)
 }
 
@@ -240,10 +247,12 @@ func setWithExpiry(c *conn, args [][]byte, unit, name string) {
 		c.out.Err(msg)
 		return
 	}
-	if _, err := c.store.Set(args[1], args[3], kv.SetOptions{Expiry: kv.Expiry{Mode: kv.ExpiryAt, At: at}}); err != nil {
+	e := kv.Expiry{Mode: kv.ExpiryAt, At: at}
+	if _, err := c.store.Set(args[1], args[3], kv.SetOptions{Expiry: e}); err != nil {
 		c.storeError(err)
 		return
 	}
+	c.notifySet(args[1], e)
 	c.out.OK()
 }
 
@@ -253,6 +262,7 @@ func cmdGetSet(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyString, "set", args[1])
 	c.out.BulkOrNull(res.Old, res.OldExists)
 }
 
@@ -261,6 +271,9 @@ func cmdGetDel(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.out.BulkOrNull(v, ok)
 }
@@ -292,6 +305,14 @@ func cmdGetEx(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if ok {
+		switch e.Mode {
+		case kv.ExpiryAt:
+			c.notifyExpiry(args[1], e.At)
+		case kv.ExpiryPersist:
+			c.notify(notifyGeneric, "persist", args[1])
+		}
+	}
 	c.out.BulkOrNull(v, ok)
 }
 
@@ -302,7 +323,10 @@ func cmdMGet(c *conn, args [][]byte) {
 		return
 	}
 	c.out.Array(len(vals))
-	for _, v := range vals {
+	for i, v := range vals {
+		if v == nil {
+			c.notify(notifyKeyMiss, "keymiss", args[1+i])
+		}
 		c.out.BulkOrNull(v, v != nil)
 	}
 }
@@ -316,6 +340,9 @@ func cmdMSet(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	for i := 1; i < len(args); i += 2 {
+		c.notify(notifyString, "set", args[i])
+	}
 	c.out.OK()
 }
 
@@ -328,6 +355,11 @@ func cmdMSetNX(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if ok {
+		for i := 1; i < len(args); i += 2 {
+			c.notify(notifyString, "set", args[i])
+		}
 	}
 	c.out.Bool(ok)
 }
@@ -363,6 +395,7 @@ func incrBy(c *conn, key []byte, delta int64) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyString, "incrby", key)
 	c.out.Int(n)
 }
 
@@ -379,6 +412,7 @@ func cmdIncrByFloat(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyString, "incrbyfloat", args[1])
 	c.out.Bulk(v)
 }
 
@@ -388,6 +422,7 @@ func cmdAppend(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyString, "append", args[1])
 	c.out.Int(n)
 }
 
@@ -429,6 +464,9 @@ func cmdSetRange(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if len(args[3]) > 0 { // as Redis: an empty value changes nothing
+		c.notify(notifyString, "setrange", args[1])
 	}
 	c.out.Int(n)
 }

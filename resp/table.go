@@ -46,8 +46,8 @@ func (r Role) String() string {
 //
 // A row says effRead or effWrite (not both: a write that reads, INCR,
 // is a write), with effLocks when what it reads or writes is the lock
-// module's rather than the keyspace's; or effLocal, effQueue or effNone
-// alone. TestEveryRowSaysWhatItDoes holds every row to that.
+// module's rather than the keyspace's, or effPubSub when it is pub/sub's
+// channels; or effLocal, effQueue or effNone alone. TestEveryRowSaysWhatItDoes holds every row to that.
 type effect uint16
 
 const (
@@ -77,6 +77,12 @@ const (
 	// may write and in a cluster goes through the log as one entry
 	// (LOCK-18); with effRead (EVAL_RO) it may only read.
 	effScript
+	// effPubSub: what it reads or writes is the server's pub/sub channels
+	// (pubsub.go), not the keyspace: never through a cluster's log, and
+	// served by the leader alone (SPEC §13), as any row not effLocal.
+	// With effRead (SUBSCRIBE, PUBSUB) it needs the read role; with
+	// effWrite (PUBLISH) the write role.
+	effPubSub
 )
 
 // writes says the row changes the store (keys, or leases with effLocks).
@@ -84,11 +90,11 @@ func (c *command) writes() bool { return c.Effect&effWrite != 0 }
 
 // replicated says the row goes through a cluster's log: it writes keys.
 // The lock module's writes never do: leases live on the leader alone.
-func (c *command) replicated() bool { return c.Effect&(effWrite|effLocks) == effWrite }
+func (c *command) replicated() bool { return c.Effect&(effWrite|effLocks|effPubSub) == effWrite }
 
 // readsKeys says a cluster's leader must confirm it leads before the row
 // reads its own keyspace (a linearizable read, SPEC §10).
-func (c *command) readsKeys() bool { return c.Effect&(effRead|effLocks) == effRead }
+func (c *command) readsKeys() bool { return c.Effect&(effRead|effLocks|effPubSub) == effRead }
 
 // commandFlags are the rest of a row's facts, about the connection and
 // MULTI rather than the store, shown by COMMAND INFO.
@@ -106,6 +112,13 @@ const (
 	// LASTSAVE), so a script in a cluster, which every node runs, may not
 	// call it. Never shown by COMMAND.
 	flagNodeAnswer
+	// flagPush: its replies are pub/sub's confirmations, pushes in RESP3
+	// (SUBSCRIBE and the rest): CLIENT REPLY OFF does not silence them,
+	// and RESP2's subscribed mode allows it. Never shown by COMMAND.
+	flagPush
+	// flagSubscribed: RESP2's subscribed mode allows it besides the
+	// flagPush rows (PING, QUIT, RESET). Never shown by COMMAND.
+	flagSubscribed
 )
 
 // command is one row of the command table, as in Redis's commands/*.json:
@@ -223,15 +236,15 @@ func commandTable() map[string]*command {
 
 	// connection: resp/connection.go
 	group = "connection"
-	add("ping", -1, RoleRead, effLocal, FlagNoAuth|FlagFast, cmdPing, "Returns the server's liveliness response.")
+	add("ping", -1, RoleRead, effLocal, FlagNoAuth|FlagFast|flagSubscribed, cmdPing, "Returns the server's liveliness response.")
 	add("echo", 2, RoleRead, effNone, FlagFast, cmdEcho, "Returns the given string.")
 	add("hello", -1, RoleRead, effLocal, FlagNoAuth|FlagFast|FlagNoScript, cmdHello, "Handshakes with the server (protocol 2 only).")
 	add("auth", -2, RoleRead, effLocal, FlagNoAuth|FlagFast|FlagNoScript, cmdAuth, "Authenticates the connection.")
-	add("quit", -1, RoleRead, effLocal, FlagNoAuth|FlagFast|FlagNotQueued, cmdQuit, "Closes the connection.")
+	add("quit", -1, RoleRead, effLocal, FlagNoAuth|FlagFast|FlagNotQueued|flagSubscribed, cmdQuit, "Closes the connection.")
 	add("select", 2, RoleRead, effNone, FlagFast, cmdSelect, "Changes the selected database (0 only).")
 	// Redis lets RESET run before AUTH; SPEC §5 allows only AUTH, HELLO,
 	// PING and QUIT there, so it does not here.
-	add("reset", 1, RoleRead, effNone, FlagFast|FlagNotQueued, cmdReset, "Resets the connection.")
+	add("reset", 1, RoleRead, effNone, FlagFast|FlagNotQueued|flagSubscribed, cmdReset, "Resets the connection.")
 	client := add("client", -2, RoleRead, effLocal, FlagNoScript, nil, "A container for client connection commands.")
 	sub(client, "id", 2, RoleRead, effLocal, FlagFast, cmdClientID, "Returns the unique client ID of the connection.")
 	sub(client, "setname", 3, RoleRead, effLocal, FlagFast, cmdClientSetName, "Sets the connection name.")
@@ -242,6 +255,8 @@ func commandTable() map[string]*command {
 	sub(client, "kill", -3, RoleAdmin, effLocal, 0, cmdClientKill, "Terminates open connections.")
 	sub(client, "unblock", -3, RoleAdmin, effLocal, 0, cmdClientUnblock, "Unblocks a client blocked by a blocking command from a different connection.",
 		docs("5.0.0", "O(log N) where N is the number of client connections", argInt("client-id"), argOneOf("unblock-type", true, argWord("TIMEOUT"), argWord("ERROR"))))
+	sub(client, "reply", 3, RoleRead, effLocal, 0, cmdClientReply, "Instructs the server whether to reply to commands.",
+		docs("3.2.0", "O(1)", argOneOf("action", false, argWord("ON"), argWord("OFF"), argWord("SKIP"))))
 	sub(client, "help", 2, RoleRead, effLocal, 0, cmdClientHelp, "Returns helpful text about the different subcommands.")
 	sub(client, "no-evict", 3, RoleAdmin, effLocal, 0, cmdClientNoEvict, "Sets the client eviction mode of the connection.",
 		docs("7.0.0", "O(1)", argOneOf("enabled", false, argWord("ON"), argWord("OFF"))))
@@ -569,11 +584,48 @@ func commandTable() map[string]*command {
 	sub(scriptCmd, "kill", 2, RoleAdmin, effNone, FlagNoScript, cmdScriptKill, "Terminates a server-side Lua script during execution.")
 	sub(scriptCmd, "help", 2, RoleRead, effNone, FlagNoScript, cmdScriptHelp, "Returns helpful text about the different subcommands.")
 
+	// pub/sub: resp/pubsub.go (SPEC §13). Subscribing reads, publishing
+	// writes (the roles of SPEC §5); none of it touches the keyspace.
+	group = "pubsub"
+	chans := func(name string) arg { return arg{Name: name, Type: "string", Multiple: true} }
+	optChans := func(name string) arg { return arg{Name: name, Type: "string", Optional: true, Multiple: true} }
+	add("subscribe", -2, RoleRead, effRead|effPubSub, FlagNoScript|flagPush, cmdSubscribe, "Listens for messages published to channels.",
+		docs("2.0.0", "O(N) where N is the number of channels to subscribe to.", chans("channel")))
+	add("psubscribe", -2, RoleRead, effRead|effPubSub, FlagNoScript|flagPush, cmdPSubscribe, "Listens for messages published to channels that match one or more patterns.",
+		docs("2.0.0", "O(N) where N is the number of patterns to subscribe to.", chans("pattern")))
+	add("ssubscribe", -2, RoleRead, effRead|effPubSub, FlagNoScript|flagPush, cmdSSubscribe, "Listens for messages published to shard channels.", keys(1, -1, 1),
+		docs("7.0.0", "O(N) where N is the number of shard channels to subscribe to.", chans("shardchannel")))
+	add("unsubscribe", -1, RoleRead, effRead|effPubSub, FlagNoScript|flagPush, cmdUnsubscribe, "Stops listening to messages posted to channels.",
+		docs("2.0.0", "O(N) where N is the number of channels to unsubscribe.", optChans("channel")))
+	add("punsubscribe", -1, RoleRead, effRead|effPubSub, FlagNoScript|flagPush, cmdPUnsubscribe, "Stops listening to messages published to channels that match one or more patterns.",
+		docs("2.0.0", "O(N) where N is the number of patterns to unsubscribe.", optChans("pattern")))
+	add("sunsubscribe", -1, RoleRead, effRead|effPubSub, FlagNoScript|flagPush, cmdSUnsubscribe, "Stops listening to messages posted to shard channels.", keys(1, -1, 1),
+		docs("7.0.0", "O(N) where N is the number of shard channels to unsubscribe.", optChans("shardchannel")))
+	add("publish", 3, RoleWrite, effWrite|effPubSub, FlagFast, cmdPublish, "Posts a message to a channel.",
+		docs("2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+			argString("channel"), argString("message")))
+	add("spublish", 3, RoleWrite, effWrite|effPubSub, FlagFast, cmdSPublish, "Post a message to a shard channel", keys(1, 1, 1),
+		docs("7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+			argString("shardchannel"), argString("message")))
+	pubsubCmd := add("pubsub", -2, RoleRead, effRead|effPubSub, 0, nil, "A container for Pub/Sub commands.")
+	sub(pubsubCmd, "channels", -2, RoleRead, effRead|effPubSub, 0, pubsubChannels(psChannel), "Returns the active channels.",
+		docs("2.8.0", "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+			arg{Name: "pattern", Type: "pattern", Optional: true}))
+	sub(pubsubCmd, "shardchannels", -2, RoleRead, effRead|effPubSub, 0, pubsubChannels(psShard), "Returns the active shard channels.",
+		docs("7.0.0", "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+			arg{Name: "pattern", Type: "pattern", Optional: true}))
+	sub(pubsubCmd, "numsub", -2, RoleRead, effRead|effPubSub, 0, pubsubNumSub(psChannel), "Returns a count of subscribers to channels.",
+		docs("2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels", optChans("channel")))
+	sub(pubsubCmd, "shardnumsub", -2, RoleRead, effRead|effPubSub, 0, pubsubNumSub(psShard), "Returns the count of subscribers of shard channels.",
+		docs("7.0.0", "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels", optChans("shardchannel")))
+	sub(pubsubCmd, "numpat", 2, RoleRead, effRead|effPubSub, 0, cmdPubSubNumPat, "Returns a count of unique pattern subscriptions.", docs("2.8.0", "O(1)"))
+	sub(pubsubCmd, "help", 2, RoleRead, effRead|effPubSub, 0, cmdPubSubHelp, "Returns helpful text about the different subcommands.", docs("6.2.0", "O(1)"))
+
 	// locks: resp/locks.go
 	group = "module"
 	//
 	// For a cluster client the key of a LOCK.* command is its lock name:
-	// HOLD, INFO, LIST, HOLDERS and REVOKE name it first, so keys(1, 1, 1). A lock
+	// HOLD, INFO, LIST, HOLDERS, WATCH and REVOKE name it first, so keys(1, 1, 1). A lock
 	// is one family of keys, and LOCK.LIST walks all of a lock's keys in one
 	// call, so all of them must live where one hash slot lives; hashing the
 	// lock name puts them there, and a hash tag in it ("{chat}summaries")
@@ -598,6 +650,9 @@ func commandTable() map[string]*command {
 			argString("lock"), argOption("CURSOR", "cursor"), argOption("COUNT", "count")))
 	add("lock.holders", 3, RoleRead, effRead|effLocks, 0, cmdLockHolders, "Lists every live lease of (lock, key), oldest first; never a lease id.", keys(1, 1, 1),
 		docs(Version, "O(H) where H is the number of live leases of the key.", argString("lock"), argString("key")))
+	add("lock.watch", -3, RoleRead, effRead|effLocks|effBlock, 0, cmdLockWatch, "Waits until the newest lease of (lock, key) is another than FENCE f, then shows the key as LOCK.INFO does; never a lease id.", keys(1, 1, 1),
+		docs(Version, "O(1) to wait; O(W) for the change that answers W watchers of the key.",
+			argString("lock"), argString("key"), argOption("FENCE", "f"), argOption("TIMEOUT", "ms")))
 	add("lock.revoke", -3, RoleAdmin, effWrite|effLocks, 0, cmdLockRevoke, "Ends the live leases of (lock, key) now, or only the one with FENCE f.", keys(1, 1, 1),
 		docs(Version, "O(log N + H) where N is the number of leases and places in line, H the key's live leases.", argString("lock"), argString("key"), argOption("FENCE", "f")))
 	return t

@@ -26,6 +26,8 @@ func TestEveryRowSaysWhatItDoes(t *testing.T) {
 			t.Errorf("%s: effect %b: a write that reads is effWrite alone", c.Name, e)
 		case e&effBatch != 0 && e&(effLocks|effBlock) != 0:
 			t.Errorf("%s: effect %b: only the keyspace's point reads and writes are batched", c.Name, e)
+		case e&effPubSub != 0 && e&(effLocks|effBatch|effBlock) != 0:
+			t.Errorf("%s: effect %b: a pub/sub row touches neither the lock module nor keys", c.Name, e)
 		case e&effBlock != 0 && e&effWrite == 0:
 			t.Errorf("%s: effect %b: a blocking row writes (LOCK.HOLD takes a lease, BLPOP pops): resp/blocking.go", c.Name, e)
 		}
@@ -70,6 +72,13 @@ func TestEffectDerivations(t *testing.T) {
 			t.Errorf("%s: replicated %v, writes %v: the lock module writes, and only on the leader", name, c.replicated(), c.writes())
 		}
 	}
+	// SPEC §13: pub/sub is the leader's, never through the log, and reads
+	// no keys behind a barrier.
+	for _, name := range []string{"publish", "spublish", "subscribe", "pubsub|numsub"} {
+		if c := row(name); c.replicated() || c.readsKeys() || c.Effect&effLocal != 0 {
+			t.Errorf("%s: replicated %v, reads keys %v, local %v: pub/sub is served by the leader alone", name, c.replicated(), c.readsKeys(), c.Effect&effLocal != 0)
+		}
+	}
 	for _, name := range []string{"get", "dbsize", "scan", "object|encoding"} {
 		if !row(name).readsKeys() {
 			t.Errorf("%s: no read barrier", name)
@@ -83,6 +92,8 @@ func TestEffectDerivations(t *testing.T) {
 		"lock.hold":   {"write", "blocking"},
 		"lock.revoke": {"write", "admin"},
 		"ping":        {"readonly", "noauth", "fast"},
+		"publish":     {"pubsub", "fast"},
+		"subscribe":   {"pubsub", "noscript"},
 	} {
 		if got := commandInfoFlags(row(name)); !slices.Equal(got, want) {
 			t.Errorf("COMMAND INFO %s: flags %q, want %q", name, got, want)

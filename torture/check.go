@@ -31,7 +31,10 @@ type Report struct {
 	GrantsTotal                string
 	FinalCounts                map[string]int64
 	LinCounters, LinLocks      linReport // (d)
+	LinColls                   linReport // (d) of hashes and sets (collections.go)
 	FIFOReqIDs, FIFOIntervals  int       // (e) request ids, and their intervals proven in line
+	// (f) lock events: heard, sessions, and grants checked to be among them
+	LockEvents, LockEventSessions, LockEventsChecked int
 
 	// Cluster is the number of nodes of the cluster the run was of, 0
 	// for one server; Epochs how many epochs granted.
@@ -282,6 +285,10 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 	// (e) First come, first served (LOCK-08), per server or node run and
 	// key; in a cluster within one epoch (fifo.go).
 	checkFIFO(r, events, violate)
+
+	// (f) Lock events on pub/sub, in order, every grant among them
+	// (lockevents.go).
+	checkLockEvents(r, events, violate)
 	return r
 }
 
@@ -425,7 +432,12 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	}
+	r.LinColls.print(w, "                  hashes and sets", "by key and member")
 	fmt.Fprintf(w, "(e) FIFO:    %d request ids, %d intervals in which one certainly waited in line\n", r.FIFOReqIDs, r.FIFOIntervals)
+	if r.LockEventSessions > 0 {
+		fmt.Fprintf(w, "(f) lock events: %d heard in %d subscriber sessions; %d grants checked to be among them, in fence order\n",
+			r.LockEvents, r.LockEventSessions, r.LockEventsChecked)
+	}
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  %s\n", v)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -241,5 +242,41 @@ func TestCheckCluster(t *testing.T) {
 			}
 			wantViolation(t, r, tc.want)
 		})
+	}
+}
+
+// TestCheckLockEvents: (f) finds a grant a session should have heard and
+// did not, and fences heard out of order; a grant asked before the
+// session began, or after the last fence it heard, is not held against it.
+func TestCheckLockEvents(t *testing.T) {
+	const e1 = 1 << 32
+	base := []Event{
+		{Kind: evGrant, ReqID: "a", LeaseID: "x", Fence: e1 + 1, Start: 5, End: 6}, // before the session
+		{Kind: evEventsOn, Client: "events", Hold: 1, Start: 10},
+		{Kind: evGrant, ReqID: "b", LeaseID: "y", Fence: e1 + 2, Start: 20, End: 21},
+		{Kind: evGrant, ReqID: "c", LeaseID: "z", Fence: e1 + 3, Start: 30, End: 31},
+		{Kind: evGrant, ReqID: "d", LeaseID: "w", Fence: e1 + 4, Start: 40, End: 41}, // after the last heard
+		{Kind: evLockEvent, Client: "events", Hold: 1, Fence: e1 + 2, Detail: "granted", Start: 22},
+		{Kind: evLockEvent, Client: "events", Hold: 1, Fence: e1 + 2, Detail: "released", Start: 23},
+	}
+	good := append(slices.Clone(base), Event{Kind: evLockEvent, Client: "events", Hold: 1, Fence: e1 + 3, Detail: "granted", Start: 32})
+	r := &Report{}
+	checkLockEvents(r, good, func(f string, a ...any) { t.Errorf("a good history: "+f, a...) })
+	if r.LockEventsChecked != 1 || r.LockEvents != 3 {
+		t.Errorf("checked %d grants of %d events, want 1 of 3", r.LockEventsChecked, r.LockEvents)
+	}
+	missed := append(slices.Clone(base[:5]), Event{Kind: evLockEvent, Client: "events", Hold: 1, Fence: e1 + 3, Detail: "granted", Start: 32})
+	var got []string
+	checkLockEvents(&Report{}, missed, func(f string, a ...any) { got = append(got, fmt.Sprintf(f, a...)) })
+	if len(got) != 1 || !strings.Contains(got[0], fmt.Sprintf("fence %d was granted", e1+2)) {
+		t.Errorf("a missed grant: %q", got)
+	}
+	got = nil
+	swapped := append(slices.Clone(base[:5]),
+		Event{Kind: evLockEvent, Client: "events", Hold: 1, Fence: e1 + 3, Detail: "granted", Start: 32},
+		Event{Kind: evLockEvent, Client: "events", Hold: 1, Fence: e1 + 2, Detail: "granted", Start: 33})
+	checkLockEvents(&Report{}, swapped, func(f string, a ...any) { got = append(got, fmt.Sprintf(f, a...)) })
+	if len(got) != 1 || !strings.Contains(got[0], "after fence") {
+		t.Errorf("fences out of order: %q", got)
 	}
 }

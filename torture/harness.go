@@ -170,6 +170,17 @@ func Run(cfg Config) (*Report, error) {
 			w.run(ctx)
 		}()
 	}
+	// Hash and set clients besides (collections.go), one per two lock
+	// clients.
+	closers = append(closers, runCollectionClients(ctx, &wg, addrs, max(1, cfg.Goroutines/2), cfg.Seed+7777)...)
+	if cfg.Cluster == 0 {
+		// (f): a subscriber of lock events beside the holders.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.watchLockEvents(ctx)
+		}()
+	}
 	for i := range cfg.Procs {
 		c, err := h.startChild(clientConfig{
 			ID: fmt.Sprintf("p%d", i), Addrs: addrs, Nodes: h.nodeAddrs, Keys: h.keys, TTL: cfg.TTL,

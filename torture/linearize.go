@@ -75,6 +75,8 @@ func checkLinearizable(r *Report, events []Event, budget time.Duration) {
 		}
 	}
 	counters, cDropped := counterHistory(events)
+	colls, collDropped := collectionHistory(events)
+	r.LinColls.Dropped = collDropped
 	var locks []porcupine.Operation
 	var lDropped int
 	var wrong []string
@@ -101,6 +103,7 @@ func checkLinearizable(r *Report, events []Event, budget time.Duration) {
 	}{
 		{"counters", linmodel.FencedRegister, counters, &r.LinCounters},
 		{"locks", linmodel.Leases, locks, &r.LinLocks},
+		{"hashes and sets", memberRegister, colls, &r.LinColls},
 	} {
 		for _, part := range m.model.Partition(m.ops) {
 			jobs = append(jobs, job{m.what, m.model, part, m.lr})
@@ -151,6 +154,8 @@ func unknownOutcome(op porcupine.Operation) bool {
 		return out.Outcome == linmodel.Unknown
 	case linmodel.LeaseOutput:
 		return out.Outcome == linmodel.Unknown
+	case collOutput:
+		return out.Unknown
 	}
 	return false
 }
@@ -161,6 +166,8 @@ func partitionName(in any) string {
 		return in.Key
 	case linmodel.LeaseInput:
 		return in.Key
+	case collInput:
+		return strings.ReplaceAll(in.Reg, "\x00", " ")
 	}
 	return "?"
 }

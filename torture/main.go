@@ -27,7 +27,13 @@
 //     a violation;
 //   - (e) first come, first served (LOCK-08): no request id is granted
 //     while one that certainly joined the line before it was certainly
-//     waiting in it, from the LOCK.HOLDs the proxy saw pass (see fifo.go).
+//     waiting in it, from the LOCK.HOLDs the proxy saw pass (see fifo.go);
+//   - (f) lock events (SPEC §13): a subscriber beside the holders turns on
+//     notify-keyspace-events L after each restart and PSUBSCRIBEs to
+//     __lock@0__:*; within each of its sessions the granted fences grow,
+//     and every grant the proxy saw asked after a session began is among
+//     its events whenever the session heard a later fence (see
+//     lockevents.go). One server only.
 //
 // It prints operations, faults by kind and violations, and writes the
 // history of a failing run to a file, with porcupine's picture of each
@@ -38,7 +44,7 @@
 // leader, and a nemesis that SIGKILLs the leader and followers and SIGSTOPs
 // the leader past the election timeout. It checks (a), (b), (c) and the
 // counters of (d) as for one server, epochs now the leaders'; not the lock
-// commands of (d) nor (e), whose partitions are a server's runs.
+// commands of (d), (e) nor (f), whose partitions are a server's runs.
 //
 //	go run ./torture -duration 30m
 //	go run ./torture -cluster 3 -duration 10m

@@ -223,7 +223,7 @@ func tracked(args []string) bool {
 	case "get", "set":
 		return strings.HasPrefix(args[1], counterKey(""))
 	}
-	return false
+	return collTracked(args) // hashes and sets: collections.go
 }
 
 // answered records a request the server answered at got (whether or not the
@@ -233,7 +233,7 @@ func (p *proxy) answered(ask wireAsk, v reply, got int64, gen int64) {
 	if len(ask.args) >= 4 && strings.EqualFold(ask.args[0], "lock.hold") && v.kind == '*' && len(v.elems) == 3 {
 		fence, _ := strconv.ParseInt(v.elems[1].str, 10, 64)
 		p.history.Add(Event{Kind: evGrant, Client: "proxy", Key: ask.args[2], ReqID: ask.args[3],
-			LeaseID: v.elems[0].str, Fence: fence, End: got})
+			LeaseID: v.elems[0].str, Fence: fence, Start: ask.sent, End: got})
 	}
 	if !tracked(ask.args) {
 		return

@@ -3,6 +3,10 @@
 // plus flags, signals and logging: it parses flags, opens the store with
 // tenure.Open, serves it, and turns SIGINT and SIGTERM into a clean
 // shutdown. It holds no logic of its own.
+//
+// "tenure lock … LOCK KEY -- COMMAND" (lock.go) is the other thing it
+// does: run a command while holding a lock of a tenure store, through the
+// Go SDK (SPEC §14).
 package main
 
 import (
@@ -28,6 +32,9 @@ func main() {
 }
 
 func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "lock" {
+		return runLock(args[1:], stderr) // lock.go (SPEC §14)
+	}
 	f, code, ok := parseFlags(args, stderr)
 	if !ok {
 		return code
@@ -81,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (f flags, code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "Usage: tenure [flags]\n       tenure lock [options] LOCK KEY -- COMMAND [ARG...]   (see tenure lock -h)\n\nFlags:")
 			fs.PrintDefaults()
 			return f, 0, false
 		}

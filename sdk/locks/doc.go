@@ -189,6 +189,26 @@
 // and holding in the store's own process — holds of a permit and of a
 // reader too.
 //
+// # Elections (SPEC §12)
+//
+// An election is a lock: its leader holds the key, its value is the
+// lease's owner, its term is the lease's fence.
+//
+//	err = sched.Campaign(ctx, "cron", "node-a:8080", func(ctx context.Context, lease *locks.Lease) error {
+//		return runScheduler(ctx, lease.Fence) // ctx ends when leadership is lost
+//	})
+//	ld, err := sched.Leader(ctx, "cron")      // *Leader{Owner, Fence}, or nil
+//	for ld := range sched.Observe(ctx, "cron") { … } // none or the leader, then every change
+//
+// Campaign is Hold with the value as owner and no wait limit: resigning is
+// fn returning, and a leader that loses its lease is cancelled as any
+// holder. Observe runs LOCK.WATCH in a loop, each watch one chunk long,
+// watching again with the last fence through cut connections, restarts
+// and failovers (a new epoch shows as none, then the new leader); the
+// terms it yields only increase. Unlike etcd's Observe it reports a
+// resignation (none) and never yields an older leader after a newer one.
+// On a *tenure.DB all three work in process.
+//
 // # Options, and why these
 //
 // TTL, MaxHold, Wait, Limit and Owner are the lock module's own. Margin is the one knob a

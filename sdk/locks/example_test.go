@@ -100,3 +100,53 @@ func Example_fencedWrite() {
 		log.Print(err)
 	}
 }
+
+// One node of several runs the scheduler; its term, the lease's fence,
+// goes with every job it enqueues, so that a scheduler that lost its
+// leadership without noticing cannot enqueue beside its successor.
+func ExampleLock_Campaign() {
+	store := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer store.Close()
+	sched, err := locks.OpenLock(store, "scheduler", locks.TTL(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	for ctx.Err() == nil {
+		err := sched.Campaign(ctx, "cron", "node-a:8080", func(ctx context.Context, lease *locks.Lease) error {
+			for {
+				select {
+				case <-ctx.Done(): // leadership lost, or ctx ended
+					return nil
+				case <-time.After(time.Minute):
+					job := fmt.Sprintf("report-%d", time.Now().Unix())
+					if err := store.Do(ctx, "SET", "job:"+job, "queued", "FENCE", lease.Fence).Err(); err != nil {
+						return err // FENCED: a newer leader has written
+					}
+				}
+			}
+		})
+		if errors.Is(err, locks.ErrLost) {
+			log.Printf("lost leadership: %v", err)
+		}
+	}
+}
+
+// Everyone else follows who leads.
+func ExampleLock_Observe() {
+	store := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer store.Close()
+	sched, err := locks.OpenLock(store, "scheduler")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for ld := range sched.Observe(ctx, "cron") {
+		if ld.None() {
+			log.Print("no scheduler right now")
+			continue
+		}
+		log.Printf("the scheduler is %s, term %d", ld.Owner, ld.Fence)
+	}
+}

@@ -4,11 +4,13 @@ cancellation when the lease is lost, and letting go."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import socket
 import time
 from datetime import timedelta
 from types import TracebackType
-from typing import Dict, Optional, Tuple, Type, Union
+from typing import Dict, List, Optional, Tuple, Type, Union
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -31,6 +33,8 @@ MIN_TTL, MAX_TTL = 1.0, 3600.0
 MIN_MAX_HOLD, MAX_MAX_HOLD = 1.0, 86400.0
 MAX_LOCK_LEN, MAX_KEY_LEN = 256, 1024
 DEFAULT_TTL = 10.0
+# LIMIT n and OWNER text (SPEC §12).
+MAX_LIMIT, MAX_OWNER_LEN = 65536, 256
 MAX_MARGIN = 2.0  # the default margin is min(ttl/10, MAX_MARGIN)
 
 # The wait chunk for a client without a socket timeout. Any length would do;
@@ -70,6 +74,15 @@ def _fmt(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
+def default_owner() -> str:
+    """``hostname:pid``, the hostname cut to fit MAX_OWNER_LEN bytes."""
+    host = socket.gethostname() or "unknown"
+    pid = f":{os.getpid()}"
+    while len(host.encode()) + len(pid) > MAX_OWNER_LEN:
+        host = host[:-1]
+    return host + pid
+
+
 class Store:
     """A tenure store behind a ``redis.asyncio.Redis`` client, or a tenure
     cluster behind a ``redis.asyncio.cluster.RedisCluster`` (SPEC §10). It
@@ -92,7 +105,8 @@ class Store:
         self.client: Client = client
 
     def lock(self, name: str, *, ttl: Duration = DEFAULT_TTL, max_hold: Optional[Duration] = None,
-             wait: Optional[Duration] = None, margin: Optional[Duration] = None) -> "Lock":
+             wait: Optional[Duration] = None, margin: Optional[Duration] = None,
+             limit: Optional[int] = None, owner: Optional[str] = None) -> "Lock":
         """The lock called name (1 to 256 bytes), with the options its leases
         are held with. It sends nothing. An option out of range is a
         ValueError:
@@ -106,8 +120,19 @@ class Store:
           no bound; 0 makes hold behave like try_hold.
         - margin: how long before the store's deadline the holder gives up,
           default min(ttl/10, 2 s); under half the ttl and under max_hold.
+        - limit: makes the lock a semaphore (SPEC §12): each key admits up
+          to limit leases at once, each a lease of its own (its own fence,
+          renewal and loss); 1 to 65536; 1, the default, is a plain lock.
+          Every holder of a key must agree on it while the key is in use: a
+          hold with another limit raises the store's ResponseError ("this
+          key is in use with LIMIT n", LOCK-15) on entering, and its block
+          never runs. A lock with a limit has no shared holds.
+        - owner: the text the store shows of this lock's leases to anyone
+          who asks who holds a key (LOCK.INFO, LOCK.LIST, LOCK.HOLDERS), 1 to
+          256 bytes; default "hostname:pid". Information, never a credential
+          (LOCK-16).
         """
-        return Lock(self, name, ttl=ttl, max_hold=max_hold, wait=wait, margin=margin)
+        return Lock(self, name, ttl=ttl, max_hold=max_hold, wait=wait, margin=margin, limit=limit, owner=owner)
 
 
 class Lock:
@@ -115,7 +140,8 @@ class Lock:
     It holds no connection; many holds may run on it at once."""
 
     def __init__(self, store: Store, name: str, *, ttl: Duration, max_hold: Optional[Duration],
-                 wait: Optional[Duration], margin: Optional[Duration]):
+                 wait: Optional[Duration], margin: Optional[Duration],
+                 limit: Optional[int] = None, owner: Optional[str] = None):
         self.client = store.client
         self.name = name
         if not 1 <= _key_bytes(name) <= MAX_LOCK_LEN:
@@ -134,15 +160,33 @@ class Lock:
             raise ValueError(f"margin {_fmt(self.margin)}: must be from 0 to under half the ttl")
         if self.max_hold is not None and self.margin >= self.max_hold:
             raise ValueError(f"margin {_fmt(self.margin)}: must be under max_hold")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or not 1 <= limit <= MAX_LIMIT):
+            raise ValueError(f"limit {limit!r}: must be an integer from 1 to {MAX_LIMIT}")
+        # None for a limit of 1, which is the same as none.
+        self.limit: Optional[int] = None if limit is None or limit == 1 else limit
+        self.owner = default_owner() if owner is None else owner
+        if not isinstance(self.owner, str) or not 1 <= len(self.owner.encode()) <= MAX_OWNER_LEN:
+            raise ValueError(f"owner {self.owner!r}: must be 1 to {MAX_OWNER_LEN} bytes")
         # Each HOLD while waiting waits half the client's socket timeout, so
         # that its reply comes well before the client stops reading.
         timeout = self.client.get_connection_kwargs().get("socket_timeout")
         self.chunk = timeout / 2 if timeout else UNBOUNDED_CHUNK
 
     def __repr__(self) -> str:
-        return f"Lock({self.name!r}, ttl={self.ttl:g})"
+        limit = "" if self.limit is None else f", limit={self.limit}"
+        return f"Lock({self.name!r}, ttl={self.ttl:g}{limit})"
 
-    def hold(self, key: Key) -> "Holding":
+    def _kind(self, shared: bool) -> List[Union[str, int]]:
+        """The LIMIT or SHARED and the OWNER of every HOLD of a request."""
+        kind: List[Union[str, int]] = []
+        if self.limit is not None:
+            kind += ["LIMIT", self.limit]
+        elif shared:
+            kind.append("SHARED")
+        return kind + ["OWNER", self.owner]
+
+    def hold(self, key: Key, *, shared: bool = False) -> "Holding":
         """``async with lock.hold(key) as lease:`` waits in line for key, then
         runs the block while holding it, renewing the lease in the
         background, and releases it when the block ends, however it ends.
@@ -152,17 +196,27 @@ class Lock:
         spells it), also when the block completed after the loss. A
         cancellation from outside (task.cancel(), asyncio.timeout) stays a
         CancelledError. Entering raises NotHeldError when the wait elapsed.
-        """
-        return Holding(self, key, try_once=False)
 
-    def try_hold(self, key: Key) -> "Holding":
+        On a lock with a limit, it holds one of the key's permits, waiting
+        while all are held. With ``shared=True`` it holds the key as a reader
+        (SPEC §12, SHARED): shared with other readers, never with a plain
+        hold (a writer), which has the key alone. The line stays one
+        (LOCK-08): a reader that comes while a writer waits waits behind it.
+        Everything above holds of a permit and a reader too. A lock with a
+        limit has no readers: entering with ``shared=True`` raises ValueError
+        before anything is sent.
+        """
+        return Holding(self, key, try_once=False, shared=shared)
+
+    def try_hold(self, key: Key, *, shared: bool = False) -> "Holding":
         """``hold`` that does not wait in line: entering raises NotHeldError
-        at once if key is held."""
-        return Holding(self, key, try_once=True)
+        at once if key is held (for a reader: held by a writer, or a writer
+        waits for it)."""
+        return Holding(self, key, try_once=True, shared=shared)
 
     # -- waiting in line -------------------------------------------------
 
-    async def _acquire(self, key: Key, try_once: bool) -> Tuple[Grant, "_HoldCalls"]:
+    async def _acquire(self, key: Key, try_once: bool, shared: bool) -> Tuple[Grant, "_HoldCalls"]:
         """Gets key for one reqid (SPEC §8): HOLDs with that reqid, each
         waiting one chunk; a network error or lost reply is retried with the
         same reqid on any connection, and answered with the same lease
@@ -191,7 +245,7 @@ class Lock:
         if self.wait is not None and not try_once:
             wait_until = time.monotonic() + self.wait
             try_once = self.wait < 0.001
-        calls = _HoldCalls(self, key, reqid)
+        calls = _HoldCalls(self, key, reqid, self._kind(shared))
         retry_every = self.ttl / 10
         failing_since: Optional[float] = None  # the first of the failures since the last answer
         not_before = 0.0  # no grant of reqid came before this
@@ -335,7 +389,7 @@ class Lock:
             # reqid stands; one lost on the way does not.
             return r.error is None or isinstance(r.error, ResponseError)
 
-        probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold)
+        probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold, calls.kind)
         await let_go(probe.grant)
         known = decided(probe)
         left = list(calls.in_flight)
@@ -353,7 +407,7 @@ class Lock:
         give_up = time.monotonic() + self.ttl
         while not known and time.monotonic() < give_up:
             await asyncio.sleep(self.ttl / 10)
-            probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold)
+            probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold, calls.kind)
             await let_go(probe.grant)
             known = decided(probe)
 
@@ -452,8 +506,8 @@ class _HoldCalls:
     than the one it kept (a HOLD that reached the store after the reqid was
     forgotten) is released at once; ``done`` waits for that."""
 
-    def __init__(self, lock: "Lock", key: Key, reqid: str):
-        self.lock, self.key, self.reqid = lock, key, reqid
+    def __init__(self, lock: "Lock", key: Key, reqid: str, kind: List[Union[str, int]]):
+        self.lock, self.key, self.reqid, self.kind = lock, key, reqid, kind
         self.in_flight: Dict[asyncio.Task[HoldReply], _HoldCall] = {}  # sent and not yet read by _acquire
         self._seq = 0
         self._settling: Optional[asyncio.Task[None]] = None
@@ -461,7 +515,8 @@ class _HoldCalls:
     def send(self, wait: float) -> _HoldCall:
         lk = self.lock
         self._seq += 1
-        task = asyncio.create_task(send_hold(lk.client, lk.name, self.key, self.reqid, lk.ttl, wait, lk.max_hold))
+        task = asyncio.create_task(send_hold(lk.client, lk.name, self.key, self.reqid, lk.ttl, wait, lk.max_hold,
+                                             self.kind))
         call = _HoldCall(self._seq, wait, task)
         self.in_flight[task] = call
         return call
@@ -495,10 +550,11 @@ class Holding:
     """The async context manager of one hold (``Lock.hold``, ``Lock.try_hold``);
     it can be entered once."""
 
-    def __init__(self, lock: Lock, key: Key, try_once: bool):
+    def __init__(self, lock: Lock, key: Key, try_once: bool, shared: bool = False):
         self._lock = lock
         self._key = key
         self._try = try_once
+        self._shared = shared
         self._task: Optional[asyncio.Task[object]] = None
         self._lease: Optional[Lease] = None
         self._keeper: Optional[asyncio.Task[None]] = None
@@ -511,12 +567,14 @@ class Holding:
             raise RuntimeError("a hold is entered once; call hold() again")
         if not 1 <= _key_bytes(self._key) <= MAX_KEY_LEN:
             raise ValueError(f"key must be 1 to {MAX_KEY_LEN} bytes")
+        if self._shared and self._lock.limit is not None:
+            raise ValueError(f"hold {self._lock.name} {self._key!r}: a lock with a limit has no shared holds")
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("hold must run in an asyncio task")
         self._task = task
         lk = self._lock
-        g, self._calls = await lk._acquire(self._key, self._try)
+        g, self._calls = await lk._acquire(self._key, self._try, self._shared)
         lease = Lease(lk, self._key, g)
         try:
             # A HOLD that waited in line was granted long after it was sent,

@@ -8,7 +8,7 @@ import math
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, List, Mapping, Optional, Protocol, Set, Tuple, TypeVar, Union
+from typing import Any, Awaitable, Callable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, TypeVar, Union
 
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
@@ -96,13 +96,16 @@ class HoldReply:
 
 
 async def send_hold(client: Client, name: str, key: Key, reqid: str, ttl: float,
-                    wait: float, max_hold: Optional[float]) -> HoldReply:
+                    wait: float, max_hold: Optional[float], kind: Sequence[Union[str, int]]) -> HoldReply:
     """LOCK.HOLD with WAIT wait, once, its reply awaited at most wait +
-    HOLD_GRACE. Never raises but CancelledError."""
+    HOLD_GRACE. kind is the request's LIMIT or SHARED and its OWNER (SPEC
+    §12), the same on every HOLD of a reqid: a retry with another limit
+    would be refused (LOCK-15). Never raises but CancelledError."""
     args: List[Union[str, bytes, int]] = ["LOCK.HOLD", name, key, reqid, "TTL", ms(ttl),
                   "WAIT", math.ceil(wait * 1000)]  # a wait is waited in full
     if max_hold is not None:
         args += ["MAXHOLD", ms(max_hold)]
+    args += kind
     sent = time.monotonic()
     try:
         vals = await asyncio.wait_for(execute(client, name, *args), wait + HOLD_GRACE)

@@ -174,6 +174,19 @@
 //! A failover is a restart: a lease held on the old leader is lost
 //! (LOCK-10), and the next fence is larger (LOCK-14).
 //!
+//! # Semaphores, readers and owners (SPEC §12)
+//!
+//! [`LockBuilder::limit`] makes a lock a semaphore: each key admits up to
+//! n holders at once, each a lease of its own. [`Lock::hold_shared`] and
+//! [`Lock::try_hold_shared`] hold a key as a reader, shared with other
+//! readers and never with a [`Lock::hold`] (a writer); the line stays one
+//! and first come, first served (LOCK-08). [`LockBuilder::owner`] sets what
+//! the store shows of the holder (`hostname:pid` by default, LOCK-16).
+//! Everything above holds of a permit and a reader too. Every holder of a
+//! key must agree on its limit while it is in use: a hold with another
+//! returns [`ErrorKind::Store`] with the store's refusal, without running
+//! its closure (LOCK-15).
+//!
 //! # On tokio
 //!
 //! With the cargo feature `tokio`, `tenure_locks::tokio` has the same API

@@ -16,6 +16,9 @@ const MIN_MAX_HOLD: Duration = Duration::from_secs(1);
 const MAX_MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
 const MAX_LOCK_LEN: usize = 256;
 const MAX_KEY_LEN: usize = 1024;
+/// LIMIT n and OWNER text (SPEC §12).
+const MAX_LIMIT: u32 = 65536;
+const MAX_OWNER_LEN: usize = 256;
 
 const DEFAULT_TTL: Duration = Duration::from_secs(10);
 /// The default margin is min(ttl/10, MAX_MARGIN).
@@ -34,6 +37,8 @@ pub struct LockBuilder {
     max_hold: Option<Duration>,
     wait: Option<Duration>,
     margin: Option<Duration>,
+    limit: Option<u32>,
+    owner: Option<String>,
 }
 
 impl LockBuilder {
@@ -45,6 +50,8 @@ impl LockBuilder {
             max_hold: None,
             wait: None,
             margin: None,
+            limit: None,
+            owner: None,
         }
     }
 
@@ -81,6 +88,27 @@ impl LockBuilder {
     /// MaxHold.
     pub fn margin(mut self, d: Duration) -> LockBuilder {
         self.margin = Some(d);
+        self
+    }
+
+    /// Makes the lock a semaphore (SPEC §12): each key admits up to `n`
+    /// leases at once, `n` permits, each a lease of its own (its own fence,
+    /// renewal and loss). From 1 to 65536; 1, the default, is a plain lock.
+    /// Every holder of a key must agree on `n` while the key is in use: a
+    /// hold with another limit returns [`ErrorKind::Store`] with the
+    /// store's "this key is in use with LIMIT n", without running its
+    /// closure (LOCK-15). A lock with a limit has no shared holds.
+    pub fn limit(mut self, n: u32) -> LockBuilder {
+        self.limit = Some(n);
+        self
+    }
+
+    /// The text the store shows of this lock's leases to anyone who asks
+    /// who holds a key (LOCK.INFO, LOCK.LIST, LOCK.HOLDERS): 1 to 256
+    /// bytes. Default: this host's name and this process's id,
+    /// `hostname:pid`. It is information, never a credential (LOCK-16).
+    pub fn owner(mut self, text: impl Into<String>) -> LockBuilder {
+        self.owner = Some(text.into());
         self
     }
 
@@ -121,6 +149,18 @@ impl LockBuilder {
                 self.max_hold.unwrap()
             )));
         }
+        if matches!(self.limit, Some(n) if !(1..=MAX_LIMIT).contains(&n)) {
+            return Err(bad(format!(
+                "limit {}: must be from 1 to {MAX_LIMIT}",
+                self.limit.unwrap()
+            )));
+        }
+        let owner = self.owner.clone().unwrap_or_else(default_owner);
+        if owner.is_empty() || owner.len() > MAX_OWNER_LEN {
+            return Err(bad(format!(
+                "owner {owner:?}: must be 1 to {MAX_OWNER_LEN} bytes"
+            )));
+        }
         let chunk = (self.store.pool.options.read_timeout / 2).max(Duration::from_millis(1));
         Ok(Lock {
             store: self.store,
@@ -130,8 +170,36 @@ impl LockBuilder {
             wait: self.wait,
             margin,
             chunk,
+            // LIMIT 1 is the same as none.
+            limit: self.limit.filter(|&n| n > 1),
+            owner,
         })
     }
+}
+
+/// `hostname:pid`, the hostname cut to fit MAX_OWNER_LEN bytes.
+fn default_owner() -> String {
+    let mut host = hostname().unwrap_or_default();
+    if host.is_empty() {
+        host = "unknown".to_owned();
+    }
+    let pid = format!(":{}", std::process::id());
+    while host.len() + pid.len() > MAX_OWNER_LEN {
+        host.pop();
+    }
+    host + &pid
+}
+
+/// This host's name, as gethostname(2) tells it.
+fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its whole length, which is what is passed.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..end].to_vec()).ok()
 }
 
 /// One named lock of a store, with the options its leases are held with.
@@ -147,6 +215,10 @@ pub struct Lock {
     pub(crate) margin: Duration,
     /// WAIT of each HOLD sent while waiting in line: half the read timeout
     chunk: Duration,
+    /// the LIMIT sent with every HOLD; None for none (a limit of 1)
+    pub(crate) limit: Option<u32>,
+    /// the OWNER sent with every HOLD
+    pub(crate) owner: String,
 }
 
 impl std::fmt::Debug for Lock {
@@ -157,6 +229,8 @@ impl std::fmt::Debug for Lock {
             .field("max_hold", &self.max_hold)
             .field("wait", &self.wait)
             .field("margin", &self.margin)
+            .field("limit", &self.limit)
+            .field("owner", &self.owner)
             .finish()
     }
 }
@@ -187,11 +261,16 @@ impl Lock {
     /// A panic in `f` resumes once the key is let go. hold returns once
     /// every command it sent has answered or failed: with a network that
     /// swallows replies, that is bounded by the read timeout.
+    ///
+    /// On a lock with a [`limit`](LockBuilder::limit), hold holds one of
+    /// the key's permits: it waits while all are held. Otherwise it holds
+    /// the key alone (a writer): it waits while anyone holds it, readers
+    /// ([`hold_shared`](Lock::hold_shared)) included.
     pub fn hold<T, F>(&self, key: &str, f: F) -> Result<T, Error>
     where
         F: FnOnce(&Lease) -> Result<T, Error>,
     {
-        self.run(key, f, false, None)
+        self.run(key, f, false, false, None)
     }
 
     /// [`hold`](Lock::hold) that does not wait in line: if `key` is held it
@@ -200,7 +279,31 @@ impl Lock {
     where
         F: FnOnce(&Lease) -> Result<T, Error>,
     {
-        self.run(key, f, true, None)
+        self.run(key, f, true, false, None)
+    }
+
+    /// [`hold`](Lock::hold) as a reader (SPEC §12, `SHARED`): the key is
+    /// shared with other readers and never with a [`hold`](Lock::hold) (a
+    /// writer). The line stays one: a reader that comes while a writer
+    /// waits waits behind it (LOCK-08). Everything `hold` says of a lease
+    /// holds of a reader's: its own fence, renewal, loss, release. A lock
+    /// with a [`limit`](LockBuilder::limit) has no readers: hold_shared on
+    /// one returns [`ErrorKind::InvalidInput`] without sending anything.
+    pub fn hold_shared<T, F>(&self, key: &str, f: F) -> Result<T, Error>
+    where
+        F: FnOnce(&Lease) -> Result<T, Error>,
+    {
+        self.run(key, f, false, true, None)
+    }
+
+    /// [`hold_shared`](Lock::hold_shared) that does not wait in line: if
+    /// `key` is held by a writer, or a writer waits for it, it returns
+    /// [`ErrorKind::NotHeld`] at once, without running `f`.
+    pub fn try_hold_shared<T, F>(&self, key: &str, f: F) -> Result<T, Error>
+    where
+        F: FnOnce(&Lease) -> Result<T, Error>,
+    {
+        self.run(key, f, true, true, None)
     }
 
     /// [`hold`](Lock::hold) that stops waiting in line when `cancel` is
@@ -211,7 +314,7 @@ impl Lock {
     where
         F: FnOnce(&Lease) -> Result<T, Error>,
     {
-        self.run(key, f, false, Some(cancel))
+        self.run(key, f, false, false, Some(cancel))
     }
 
     pub(crate) fn run<T, F>(
@@ -219,6 +322,7 @@ impl Lock {
         key: &str,
         f: F,
         try_once: bool,
+        shared: bool,
         cancel: Option<&Cancel>,
     ) -> Result<T, Error>
     where
@@ -231,12 +335,18 @@ impl Lock {
                 format!("{what}: key must be 1 to {MAX_KEY_LEN} bytes"),
             ));
         }
+        if shared && self.limit.is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("{what}: a lock with a limit has no shared holds"),
+            ));
+        }
         // The lease lives outside the scope, so that the scope's threads
         // (the keeper, the attempts) may borrow it.
         let slot: OnceLock<Lease> = OnceLock::new();
         let outcome = thread::scope(|s| {
             let g = self
-                .acquire(s, key, try_once, cancel)
+                .acquire(s, key, try_once, shared, cancel)
                 .map_err(|e| e.context(&what))?;
             let lease = slot.get_or_init(|| Lease::new(self, key, &g));
 
@@ -299,6 +409,7 @@ impl Lock {
         s: &'scope Scope<'scope, 'env>,
         key: &'env str,
         try_once: bool,
+        shared: bool,
         cancel: Option<&Cancel>,
     ) -> Result<Grant, Error> {
         let reqid = new_reqid()?;
@@ -370,7 +481,7 @@ impl Lock {
                         in_flight += 1;
                         let (tx, reqid, call) = (tx.clone(), reqid.clone(), cur);
                         s.spawn(move || {
-                            let out = call.stamp(self.send_hold(key, &reqid, call.wait));
+                            let out = call.stamp(self.send_hold(key, &reqid, call.wait, shared));
                             let _ = tx.send(Arrival::Answer(call.seq, out));
                         });
                         continue;
@@ -386,7 +497,7 @@ impl Lock {
             };
             let (seq, out) = match arrival {
                 Arrival::Answer(seq, out) => (seq, out),
-                Arrival::Cancelled => break Err(self.abandon(s, key, &reqid, retry_every)),
+                Arrival::Cancelled => break Err(self.abandon(s, key, &reqid, shared, retry_every)),
             };
             in_flight -= 1;
             let newest = seq == cur.seq;
@@ -500,11 +611,12 @@ impl Lock {
         s: &'scope Scope<'scope, 'env>,
         key: &str,
         reqid: &str,
+        shared: bool,
         retry_every: Duration,
     ) -> Error {
         let give_up = Instant::now() + self.ttl;
         loop {
-            let probe = self.send_hold(key, reqid, Duration::ZERO);
+            let probe = self.send_hold(key, reqid, Duration::ZERO, shared);
             match probe.result {
                 Ok(Some(g)) => {
                     self.release(s, &g.id, g.received + g.left);

@@ -130,6 +130,16 @@ impl LockBuilder {
         LockBuilder(self.0.margin(d))
     }
 
+    /// [`crate::LockBuilder::limit`]: a semaphore of `n` permits per key.
+    pub fn limit(self, n: u32) -> LockBuilder {
+        LockBuilder(self.0.limit(n))
+    }
+
+    /// [`crate::LockBuilder::owner`]: what the store shows of the holder.
+    pub fn owner(self, text: impl Into<String>) -> LockBuilder {
+        LockBuilder(self.0.owner(text))
+    }
+
     /// The lock, if every option is in range. It sends nothing.
     pub fn open(self) -> Result<Lock, Error> {
         self.0.open().map(Lock)
@@ -160,7 +170,7 @@ impl Lock {
         F: FnOnce(Lease) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        self.run(key, f, false).await
+        self.run(key, f, false, false).await
     }
 
     /// [`hold`](Lock::hold) that does not wait in line: if `key` is held it
@@ -170,10 +180,36 @@ impl Lock {
         F: FnOnce(Lease) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        self.run(key, f, true).await
+        self.run(key, f, true, false).await
     }
 
-    async fn run<T, F, Fut>(&self, key: &str, f: F, try_once: bool) -> Result<T, Error>
+    /// [`hold`](Lock::hold) as a reader, as [`crate::Lock::hold_shared`]:
+    /// shared with other readers, never with a writer.
+    pub async fn hold_shared<T, F, Fut>(&self, key: &str, f: F) -> Result<T, Error>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        self.run(key, f, false, true).await
+    }
+
+    /// [`hold_shared`](Lock::hold_shared) that does not wait in line, as
+    /// [`crate::Lock::try_hold_shared`].
+    pub async fn try_hold_shared<T, F, Fut>(&self, key: &str, f: F) -> Result<T, Error>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        self.run(key, f, true, true).await
+    }
+
+    async fn run<T, F, Fut>(
+        &self,
+        key: &str,
+        f: F,
+        try_once: bool,
+        shared: bool,
+    ) -> Result<T, Error>
     where
         F: FnOnce(Lease) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
@@ -196,6 +232,7 @@ impl Lock {
                         done_rx.recv().unwrap_or_else(|_| Err(dropped()))
                     },
                     try_once,
+                    shared,
                     Some(&cancel),
                 );
                 let _ = result_tx.send(r);

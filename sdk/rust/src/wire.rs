@@ -121,15 +121,19 @@ impl Lock {
     }
 
     /// LOCK.HOLD with WAIT wait, once. `Ok(None)`: not granted within the wait.
+    /// Every HOLD of one request carries the same LIMIT or SHARED and OWNER
+    /// (SPEC §12): a retry with another limit would be refused (LOCK-15).
     pub(crate) fn send_hold(
         &self,
         key: &str,
         reqid: &str,
         wait: Duration,
+        shared: bool,
     ) -> Outcome<Option<Grant>> {
         // WAIT rounds up: a wait is waited in full.
         let wait_ms = wait.as_nanos().div_ceil(1_000_000).to_string();
         let (ttl, max_hold) = (ms(self.ttl), self.max_hold.map(ms));
+        let limit = self.limit.map(|n| n.to_string());
         let mut args = vec![
             "LOCK.HOLD",
             &self.name,
@@ -143,6 +147,12 @@ impl Lock {
         if let Some(m) = &max_hold {
             args.extend(["MAXHOLD", m]);
         }
+        match &limit {
+            Some(n) => args.extend(["LIMIT", n]),
+            None if shared => args.push("SHARED"),
+            None => {}
+        }
+        args.extend(["OWNER", &self.owner]);
         let out = self.send(&args);
         let result = out.result.and_then(|v| match v {
             Value::Nil => Ok(None),

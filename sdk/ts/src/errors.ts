@@ -98,6 +98,7 @@ export function transient(e: unknown): boolean {
     'ERR server is shutting down',
     'ERR max number of clients',
     'LOADING ', 'TRYAGAIN ', 'BUSY ',
+    'CLUSTERDOWN ', // a cluster between leaders (SPEC §10), as the other SDKs take it
   ].some((p) => e.message.startsWith(p));
 }
 

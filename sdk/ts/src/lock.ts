@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 
 import { type Conn, type Driver } from './driver.js';
 import { type Duration, show, toMs } from './duration.js';
@@ -12,6 +13,8 @@ import { Mailbox, STOPPED, TIMEOUT, attempts, now, sleep, within } from './timin
 const minTTL = 1000, maxTTL = 3_600_000, defaultTTL = 10_000;
 const minMaxHold = 1000, maxMaxHold = 86_400_000;
 const maxLockLen = 256, maxKeyLen = 1024;
+// LIMIT n and OWNER text (SPEC §12).
+const maxLimit = 65_536, maxOwnerLen = 256;
 /** the default margin is min(ttl/10, maxMargin) */
 const maxMargin = 2000;
 /**
@@ -50,6 +53,22 @@ export interface LockOptions {
    * default min(ttl/10, 2s); under half the ttl and under maxHold.
    */
   margin?: Duration;
+  /**
+   * Makes the lock a semaphore (SPEC §12): each key admits up to this many
+   * leases at once, each a lease of its own (its own fence, renewal and
+   * loss). An integer from 1 to 65536; 1, the default, is a plain lock.
+   * Every holder of a key must agree on it while the key is in use: a hold
+   * with another limit rejects with a StoreError, without running its
+   * function ("this key is in use with LIMIT n", LOCK-15). A lock with a
+   * limit has no shared holds.
+   */
+  limit?: number;
+  /**
+   * The text the store shows of this lock's leases to anyone who asks who
+   * holds a key (LOCK.INFO, LOCK.LIST, LOCK.HOLDERS): 1 to 256 bytes.
+   * Default `hostname:pid`. Information, never a credential (LOCK-16).
+   */
+  owner?: string;
 }
 
 export interface HoldOptions {
@@ -60,6 +79,21 @@ export interface HoldOptions {
    * function's business: it does not end the lease.
    */
   signal?: AbortSignal;
+  /**
+   * Holds the key as a reader (SPEC §12, SHARED): shared with other readers,
+   * never with a plain hold (a writer). The line stays one (LOCK-08): a
+   * reader that comes while a writer waits waits behind it. A lock with a
+   * limit has no readers: such a hold rejects with an OptionError.
+   */
+  shared?: boolean;
+}
+
+/** `hostname:pid`, the hostname cut to fit maxOwnerLen bytes. */
+function defaultOwner(): string {
+  let host = hostname() || 'unknown';
+  const pid = `:${process.pid}`;
+  while (Buffer.byteLength(host) + pid.length > maxOwnerLen) host = host.slice(0, -1);
+  return host + pid;
 }
 
 /** One named lock of a tenure store, with the options its leases are held with. */
@@ -68,6 +102,10 @@ export class Lock {
   /** @internal */ readonly ttl: number;
   /** @internal */ readonly maxHold: number | undefined;
   /** @internal */ readonly margin: number;
+  /** @internal The LIMIT sent with every HOLD; undefined for none (a limit of 1). */
+  readonly limit: number | undefined;
+  /** @internal The OWNER sent with every HOLD. */
+  readonly owner: string;
   readonly #wait: number | undefined;
   readonly #driver: Driver;
 
@@ -88,12 +126,22 @@ export class Lock {
     const margin = opts.margin === undefined ? Math.min(ttl / 10, maxMargin) : toMs(opts.margin, 'margin');
     if (!(margin >= 0 && margin < ttl / 2)) throw bad(`margin ${show(margin)}: must be from 0 to under half the ttl`);
     if (maxHold !== undefined && margin >= maxHold) throw bad(`margin ${show(margin)}: must be under maxHold`);
+    const limit = opts.limit;
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= maxLimit)) {
+      throw bad(`limit ${String(limit)}: must be an integer from 1 to ${maxLimit}`);
+    }
+    const owner = opts.owner ?? defaultOwner();
+    if (typeof owner !== 'string' || Buffer.byteLength(owner) === 0 || Buffer.byteLength(owner) > maxOwnerLen) {
+      throw bad(`owner ${JSON.stringify(owner)}: must be 1 to ${maxOwnerLen} bytes`);
+    }
     this.#driver = driver;
     this.name = name;
     this.ttl = Math.round(ttl);
     this.maxHold = maxHold === undefined ? undefined : Math.round(maxHold);
     this.#wait = wait;
     this.margin = margin;
+    this.limit = limit === undefined || limit === 1 ? undefined : limit;
+    this.owner = owner;
   }
 
   /**
@@ -105,26 +153,38 @@ export class Lock {
    * lease was lost before fn settled, **even if fn resolved** (fn's own
    * error, if any, is the LostError's `fnError`); with a NotHeldError,
    * without running fn, if the wait elapsed or options.signal aborted while
-   * waiting; with a StoreError if the store refused (a read-only user).
+   * waiting; with a StoreError if the store refused (a read-only user, a
+   * limit other than the key's, LOCK-15).
+   *
+   * On a lock with a limit, hold holds one of the key's permits: it waits
+   * while all are held. With `{ shared: true }` it holds the key as a
+   * reader; otherwise alone (a writer), waiting while anyone holds it.
+   * Everything above holds of a permit and a reader too.
    */
   hold<T>(key: string, fn: (lease: Lease) => T | Promise<T>, options: HoldOptions = {}): Promise<T> {
-    return this.#run(key, fn, false, options.signal);
+    return this.#run(key, fn, false, options);
   }
 
-  /** hold that does not wait in line: a NotHeldError at once if key is held. */
+  /**
+   * hold that does not wait in line: a NotHeldError at once if key is held
+   * (for a reader: held by a writer, or a writer waits for it).
+   */
   tryHold<T>(key: string, fn: (lease: Lease) => T | Promise<T>, options: HoldOptions = {}): Promise<T> {
-    return this.#run(key, fn, true, options.signal);
+    return this.#run(key, fn, true, options);
   }
 
-  async #run<T>(key: string, fn: (lease: Lease) => T | Promise<T>, tryOnce: boolean, signal?: AbortSignal): Promise<T> {
+  async #run<T>(key: string, fn: (lease: Lease) => T | Promise<T>, tryOnce: boolean, options: HoldOptions): Promise<T> {
+    const { signal } = options;
+    const shared = options.shared === true;
     const what = `hold ${this.name} ${JSON.stringify(key)}`;
     if (typeof key !== 'string' || Buffer.byteLength(key) === 0 || Buffer.byteLength(key) > maxKeyLen) {
       throw new OptionError(`${what}: the key must be 1 to ${maxKeyLen} bytes`);
     }
     if (typeof fn !== 'function') throw new OptionError(`${what}: no function`);
+    if (shared && this.limit !== undefined) throw new OptionError(`${what}: a lock with a limit has no shared holds`);
     if (signal?.aborted) throw new NotHeldError(`${what}: aborted before it waited`, { cause: signal.reason });
 
-    const g = await this.#acquire(what, key, tryOnce, signal);
+    const g = await this.#acquire(what, key, shared, tryOnce, signal);
     const lease = new Lease(this, key, g);
     // A HOLD that waited in line was granted after it was sent, which is
     // what its deadline counts from. Renew before fn starts rather than
@@ -172,12 +232,12 @@ export class Lock {
    * a grant may reach a store that has forgotten the request id. A grant
    * other than the one kept, from such a HOLD, is let go.
    */
-  async #acquire(what: string, key: string, tryOnce: boolean, signal?: AbortSignal): Promise<Grant> {
+  async #acquire(what: string, key: string, shared: boolean, tryOnce: boolean, signal?: AbortSignal): Promise<Grant> {
     const reqid = randomBytes(16).toString('hex');
     const waitUntil = tryOnce ? now() : this.#wait === undefined ? undefined : now() + this.#wait;
     let last = tryOnce || this.#wait === 0; // the next HOLD is the last try
     const retryEvery = Math.min(this.ttl / 10, maxWaitRetry);
-    const calls = new HoldCalls(this, new Conns(this.#driver), key, reqid);
+    const calls = new HoldCalls(this, new Conns(this.#driver), key, reqid, shared);
     const onAbort = () => calls.box.push({ cancelled: true });
     signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -295,7 +355,7 @@ export class Lock {
   async #abandon(what: string, calls: HoldCalls, retryEvery: number, signal: AbortSignal): Promise<Error> {
     const giveUp = now() + this.ttl;
     for (;;) {
-      const probe = await this.sendHold(calls.conns, calls.key, calls.reqid, 0);
+      const probe = await this.sendHold(calls.conns, calls.key, calls.reqid, 0, calls.shared);
       if (probe.ok) {
         if (probe.grant !== null) await this.release(probe.grant.id, probe.grant.received + probe.grant.left);
         break;
@@ -306,8 +366,12 @@ export class Lock {
     return new NotHeldError(`${what}: aborted while waiting in line`, { cause: signal.reason });
   }
 
-  /** @internal Sends one HOLD with WAIT wait on a connection of the hold's own. */
-  async sendHold(conns: Conns, key: string, reqid: string, wait: number): Promise<HoldOutcome> {
+  /**
+   * @internal Sends one HOLD with WAIT wait on a connection of the hold's
+   * own. Every HOLD of one request id carries the same LIMIT, SHARED and
+   * OWNER: a retry with another limit would be refused (LOCK-15).
+   */
+  async sendHold(conns: Conns, key: string, reqid: string, wait: number, shared: boolean): Promise<HoldOutcome> {
     let conn: Conn;
     try {
       conn = await conns.take();
@@ -317,6 +381,9 @@ export class Lock {
     // WAIT rounds up: a wait is waited in full.
     const args = ['LOCK.HOLD', this.name, key, reqid, 'TTL', String(this.ttl), 'WAIT', String(Math.ceil(wait))];
     if (this.maxHold !== undefined) args.push('MAXHOLD', String(this.maxHold));
+    if (this.limit !== undefined) args.push('LIMIT', String(this.limit));
+    else if (shared) args.push('SHARED');
+    args.push('OWNER', this.owner);
     const sent = now();
     try {
       const reply = await within(conn.send(args), wait + replyGrace);
@@ -444,12 +511,14 @@ class HoldCalls {
   #settled = false;
   #kept: string | undefined;
 
-  constructor(readonly lock: Lock, readonly conns: Conns, readonly key: string, readonly reqid: string) {}
+  constructor(
+    readonly lock: Lock, readonly conns: Conns, readonly key: string, readonly reqid: string, readonly shared: boolean,
+  ) {}
 
   send(wait: number): HoldCall {
     const call = { seq: ++this.#seq, sent: now(), wait, open: true };
     this.inFlight++;
-    void this.lock.sendHold(this.conns, this.key, this.reqid, wait).then(async (out) => {
+    void this.lock.sendHold(this.conns, this.key, this.reqid, wait, this.shared).then(async (out) => {
       if (!this.#settled) {
         this.box.push({ seq: call.seq, out });
         return;

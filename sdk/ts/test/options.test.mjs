@@ -50,3 +50,22 @@ test('a client that is neither node-redis nor ioredis', () => {
   assert.throws(() => tenure({}), (e) => e instanceof OptionError && /node-redis .* or an ioredis/.test(e.message));
   assert.throws(() => tenure(null), OptionError);
 });
+
+test('limit an integer from 1 to 65536, owner 1 to 256 bytes (SPEC §12)', () => {
+  for (const limit of [1, 2, 65536]) store.lock('l', { limit });
+  for (const limit of [0, -1, 65537, 1.5, NaN]) {
+    assert.throws(() => store.lock('l', { limit }),
+      (e) => e instanceof OptionError && /limit .*: must be an integer from 1 to 65536/.test(e.message), String(limit));
+  }
+  store.lock('l', { owner: 'o'.repeat(256) });
+  for (const owner of ['', 'o'.repeat(257), 'é'.repeat(129)]) {
+    assert.throws(() => store.lock('l', { owner }),
+      (e) => e instanceof OptionError && /owner .*: must be 1 to 256 bytes/.test(e.message), `${owner.length} chars`);
+  }
+});
+
+test('a shared hold on a lock with a limit: an OptionError before anything is sent', async () => {
+  await assert.rejects(store.lock('l', { limit: 2 }).hold('k', () => assert.fail('ran'), { shared: true }),
+    (e) => e instanceof OptionError && /a lock with a limit has no shared holds/.test(e.message));
+  await assert.rejects(store.lock('l', { limit: 2 }).tryHold('k', () => assert.fail('ran'), { shared: true }), OptionError);
+});

@@ -10,6 +10,7 @@ mod cluster;
 mod faults;
 mod frozen;
 mod hold;
+mod kinds;
 mod lost;
 #[cfg(feature = "tokio")]
 mod on_tokio;

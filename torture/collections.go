@@ -1,0 +1,191 @@
+package main
+
+// Hashes and sets under the nemesis (SPEC §13): clients send HSET, HDEL,
+// HGET, SADD, SREM and SISMEMBER of a few fields and members of a few
+// keys through the proxies, and check (d) holds of them too: every
+// (key, field) and (key, member) is a register, written by HSET (its
+// value) or SADD ("1") and cleared by HDEL or SREM, read by HGET and
+// SISMEMBER, linearizable across kills and restarts.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+)
+
+const collPrefix = "coll:"
+
+// collTracked says whether a request is one of the collection clients':
+// it then goes into the raw command history.
+func collTracked(args []string) bool {
+	if len(args) < 3 || !strings.HasPrefix(args[1], collPrefix) {
+		return false
+	}
+	switch strings.ToLower(args[0]) {
+	case "hset", "hdel", "hget", "sadd", "srem", "sismember":
+		return true
+	}
+	return false
+}
+
+// runCollectionClients runs n collection clients until ctx ends, each
+// through addrs (the proxies), moving to the next address when one fails
+// (a cluster's follower answers -MOVED).
+func runCollectionClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, n int, seed uint64) []func() {
+	var closers []func()
+	for i := range n {
+		clients := make([]*redis.Client, len(addrs))
+		for j, a := range addrs {
+			clients[j] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+		}
+		closers = append(closers, func() {
+			for _, c := range clients {
+				c.Close()
+			}
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(i)))
+			at := 0
+			for n := 0; ctx.Err() == nil; n++ {
+				c := clients[at%len(clients)]
+				hash := rng.IntN(2) == 0
+				key := fmt.Sprintf("%s%s:%d", collPrefix, map[bool]string{true: "h", false: "s"}[hash], rng.IntN(3))
+				m := fmt.Sprintf("m%d", rng.IntN(4))
+				var err error
+				switch op := rng.IntN(3); {
+				case hash && op == 0:
+					err = c.HSet(ctx, key, m, fmt.Sprintf("%d.%d", i, n)).Err()
+				case hash && op == 1:
+					err = c.HDel(ctx, key, m).Err()
+				case hash:
+					err = c.HGet(ctx, key, m).Err()
+				case op == 0:
+					err = c.SAdd(ctx, key, m).Err()
+				case op == 1:
+					err = c.SRem(ctx, key, m).Err()
+				default:
+					err = c.SIsMember(ctx, key, m).Err()
+				}
+				pause := time.Millisecond // paced, so that the lock clients keep their share
+				if err != nil && err != redis.Nil {
+					at++
+					pause = 20 * time.Millisecond
+				}
+				if !sleep(ctx, pause) {
+					return
+				}
+			}
+		}()
+	}
+	return closers
+}
+
+// collInput is one command on one (key, member) register; Value "" is
+// absent.
+type collInput struct {
+	Reg   string // key, NUL, field or member
+	Write bool
+	Value string
+}
+
+// collOutput is its reply: a read's value ("" absent), or Unknown.
+type collOutput struct {
+	Unknown bool
+	Value   string
+}
+
+// memberRegister is the sequential specification of a (key, member):
+// absent at first; a write sets it (HSET: its value, SADD: "1", HDEL and
+// SREM: absent); a read sees the last write.
+var memberRegister = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var order []string
+		for _, op := range history {
+			r := op.Input.(collInput).Reg
+			if _, ok := by[r]; !ok {
+				order = append(order, r)
+			}
+			by[r] = append(by[r], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, r := range order {
+			out = append(out, by[r])
+		}
+		return out
+	},
+	Init: func() any { return "" },
+	Step: func(state, input, output any) (bool, any) {
+		st, in, out := state.(string), input.(collInput), output.(collOutput)
+		if in.Write {
+			return true, in.Value
+		}
+		return out.Unknown || out.Value == st, st
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(collInput), output.(collOutput)
+		if in.Write {
+			return fmt.Sprintf("write %q", in.Value)
+		}
+		if out.Unknown {
+			return "read ?"
+		}
+		return fmt.Sprintf("read %q", out.Value)
+	},
+}
+
+// collectionHistory is every collection command on the wire as operations
+// of memberRegister, and how many were left out: reads not answered, and
+// commands a cluster's follower redirected.
+func collectionHistory(events []Event) ([]porcupine.Operation, int) {
+	var ops []porcupine.Operation
+	dropped := 0
+	for _, e := range events {
+		if e.Kind != evWire || !collTracked(e.Args) {
+			continue
+		}
+		name := strings.ToLower(e.Args[0])
+		in := collInput{Reg: e.Args[1] + "\x00" + e.Args[2]}
+		switch name {
+		case "hset":
+			if len(e.Args) != 4 {
+				continue
+			}
+			in.Write, in.Value = true, e.Args[3]
+		case "sadd":
+			in.Write, in.Value = true, "1"
+		case "hdel", "srem":
+			in.Write = true
+		}
+		out, ret := collOutput{}, e.End
+		switch {
+		case e.Result == "error" && (strings.HasPrefix(e.Reply, "MOVED ") || strings.HasPrefix(e.Reply, "CLUSTERDOWN")):
+			dropped++
+			continue
+		case e.Result == "ok" || e.Result == "nil":
+			if !in.Write {
+				out.Value = e.Reply
+				if name == "sismember" {
+					out.Value = map[string]string{"1": "1", "0": ""}[e.Reply]
+				}
+			}
+		case in.Write:
+			out.Unknown, ret = true, math.MaxInt64 // it may have been written, at any time after
+		default:
+			dropped++ // a read not answered changes nothing
+			continue
+		}
+		op := porcupine.Operation{Input: in, Call: e.Start, Output: out, Return: ret, Metadata: fmt.Sprintf("server %d", e.Target)}
+		ops = append(ops, op)
+	}
+	return ops, dropped
+}
