@@ -23,8 +23,23 @@ func push(c *conn, args [][]byte, left, onlyIfExists bool) {
 	}
 	if n > 0 {
 		c.ready(args[1])
+		c.notify(notifyList, pushEvent(left), args[1])
 	}
 	c.out.Int(n)
+}
+
+func pushEvent(left bool) string {
+	if left {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popEvent(left bool) string {
+	if left {
+		return "lpop"
+	}
+	return "rpop"
 }
 
 func cmdLPop(c *conn, args [][]byte) { pop(c, args, true) }
@@ -59,6 +74,9 @@ func pop(c *conn, args [][]byte, left bool) {
 		}
 	} else {
 		elems, err = c.store.Pop(args[1], left, max(count, 1))
+		if len(elems) > 0 {
+			c.notify(notifyList, popEvent(left), args[1])
+		}
 	}
 	switch {
 	case err != nil:
@@ -130,6 +148,7 @@ func cmdLSet(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyList, "lset", args[1])
 	c.out.OK()
 }
 
@@ -144,6 +163,7 @@ func cmdLTrim(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.notify(notifyList, "ltrim", args[1])
 	c.out.OK()
 }
 
@@ -163,6 +183,9 @@ func cmdLInsert(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	if n > 0 {
+		c.notify(notifyList, "linsert", args[1])
+	}
 	c.out.Int(n)
 }
 
@@ -176,6 +199,9 @@ func cmdLRem(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if removed > 0 {
+		c.notify(notifyList, "lrem", args[1])
 	}
 	c.out.Int(removed)
 }
@@ -267,6 +293,8 @@ func (c *conn) lmove(src, dst []byte, fromLeft, toLeft bool) (answered bool) {
 		return false
 	}
 	c.ready(dst)
+	c.notify(notifyList, popEvent(fromLeft), src)
+	c.notify(notifyList, pushEvent(toLeft), dst)
 	c.out.Bulk(v)
 	return true
 }
@@ -305,6 +333,7 @@ func cmdLMPop(c *conn, args [][]byte) {
 	case key == nil:
 		c.out.NullArray()
 	default:
+		c.notify(notifyList, popEvent(left), key)
 		c.lmpopReply(key, elems)
 	}
 }
@@ -333,6 +362,7 @@ func bpop(c *conn, args [][]byte, left bool) {
 		return c.attemptHere(args, func() bool {
 			key, elems, err := c.store.MPop(keys, left, 1)
 			return c.popped(err, key != nil, func() {
+				c.notify(notifyList, popEvent(left), key)
 				c.out.Array(2)
 				c.out.Bulk(key)
 				c.out.Bulk(elems[0])
@@ -356,7 +386,10 @@ func cmdBLMPop(c *conn, args [][]byte) {
 	c.block(keys, timeout, func() bool {
 		return c.attemptHere(args, func() bool {
 			key, elems, err := c.store.MPop(keys, left, count)
-			return c.popped(err, key != nil, func() { c.lmpopReply(key, elems) })
+			return c.popped(err, key != nil, func() {
+				c.notify(notifyList, popEvent(left), key)
+				c.lmpopReply(key, elems)
+			})
 		})
 	}, c.out.NullArray)
 }

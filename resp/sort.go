@@ -179,6 +179,7 @@ func sortCommand(c *conn, args [][]byte, readOnly bool) {
 		}
 		if m > 0 {
 			c.ready(store)
+			c.notify(notifyList, "sortstore", store)
 		}
 		c.out.Int(m)
 		return

@@ -229,6 +229,13 @@ func zadd(c *conn, key []byte, f kv.ZAddFlags, ch bool, pairs [][]byte) {
 	if res.Added > 0 {
 		c.ready(key)
 	}
+	if res.Added+res.Updated > 0 {
+		if f.Incr {
+			c.notify(notifyZset, "zincr", key)
+		} else {
+			c.notify(notifyZset, "zadd", key)
+		}
+	}
 	switch {
 	case f.Incr && res.Processed > 0:
 		c.out.Double(res.Score)
@@ -251,6 +258,9 @@ func cmdZRem(c *conn, args [][]byte) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if n > 0 {
+		c.notify(notifyZset, "zrem", args[1])
 	}
 	c.out.Int(n)
 }
@@ -376,6 +386,7 @@ func cmdZRangeStore(c *conn, args [][]byte) {
 	}
 	if n > 0 {
 		c.ready(args[1])
+		c.notify(notifyZset, "zrangestore", args[1])
 	}
 	c.out.Int(n)
 }
@@ -413,6 +424,9 @@ func zremrange(c *conn, key []byte, spec kv.ZRangeSpec) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if n > 0 {
+		c.notify(notifyZset, [...]string{kv.ByRank: "zremrangebyrank", kv.ByScore: "zremrangebyscore", kv.ByLex: "zremrangebylex"}[spec.By], key)
 	}
 	c.out.Int(n)
 }
@@ -454,6 +468,9 @@ func zpop(c *conn, args [][]byte, max bool) {
 	if err != nil {
 		c.storeError(err)
 		return
+	}
+	if len(zs) > 0 {
+		c.notify(notifyZset, zpopEvent(max), args[1])
 	}
 	if count >= 0 && c.out.resp3 {
 		c.members(zs, true)
@@ -531,6 +548,7 @@ func cmdZMPop(c *conn, args [][]byte) {
 	case key == nil:
 		c.out.NullArray()
 	default:
+		c.notify(notifyZset, zpopEvent(!isMin), key)
 		c.zmpopReply(key, zs)
 	}
 }
@@ -550,6 +568,7 @@ func bzpop(c *conn, args [][]byte, max bool) {
 		return c.attemptHere(args, func() bool {
 			key, zs, err := c.store.ZMPop(keys, max, 1)
 			return c.popped(err, key != nil, func() {
+				c.notify(notifyZset, zpopEvent(max), key)
 				c.out.Array(3)
 				c.out.Bulk(key)
 				c.out.Bulk(zs[0].Member)
@@ -596,7 +615,10 @@ func cmdBZMPop(c *conn, args [][]byte) {
 	c.block(keys, timeout, func() bool {
 		return c.attemptHere(args, func() bool {
 			key, zs, err := c.store.ZMPop(keys, !isMin, count)
-			return c.popped(err, key != nil, func() { c.zmpopReply(key, zs) })
+			return c.popped(err, key != nil, func() {
+				c.notify(notifyZset, zpopEvent(!isMin), key)
+				c.zmpopReply(key, zs)
+			})
 		})
 	}, c.out.NullArray)
 }
@@ -738,6 +760,7 @@ func zcombineStore(c *conn, args [][]byte, op kv.ZSetOp) {
 	}
 	if n > 0 {
 		c.ready(args[1])
+		c.notify(notifyZset, strings.ToLower(string(args[0])), args[1])
 	}
 	c.out.Int(n)
 }
@@ -802,4 +825,11 @@ func scoreText(f float64) []byte {
 		return []byte("-inf")
 	}
 	return strconv.AppendFloat(nil, f, 'g', 17, 64)
+}
+
+func zpopEvent(max bool) string {
+	if max {
+		return "zpopmax"
+	}
+	return "zpopmin"
 }
