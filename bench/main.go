@@ -171,7 +171,8 @@ func scenarios(s *settings) []*scenario {
 		fanout(1),
 		fanout(100),
 		fanout(1000),
-	}, collectionScenarios(s)...) // group 11: bench/collections.go
+	}, append(collectionScenarios(s), // group 11: bench/collections.go
+		zsetListScenarios(s)...)...) // group 12: bench/zsetlist.go
 }
 
 func main() {
@@ -191,7 +192,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	s := &settings{}
 	var (
-		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), watch, pubsub (= pubsub-1,pubsub-100,pubsub-1000), collections (= hset,hget,hgetall,sadd,sismember,smembers and -pipelined, big-del), or 1-11")
+		names    = fs.String("scenarios", "all", "comma-separated: uncontended, contended, renew, memory, expiry, keyspace (= get,set,get-pipelined,set-pipelined), mass-expiry, durability (= set-always-1,set-always-8,set-always-50), watch, pubsub (= pubsub-1,pubsub-100,pubsub-1000), collections (= hset,hget,hgetall,sadd,sismember,smembers and -pipelined, big-del), zsetlist (= group 12: zadd … lrange and -pipelined, brpop-queue), or 1-12")
 		targets  = fs.String("targets", "tenure,redis-aof,redis,etcd", "servers to run against: tenure, redis-aof, redis, etcd")
 		rounds   = fs.Int("rounds", 3, "rounds; each runs every scenario against every server once")
 		outDir   = fs.String("out", "bench/out", "`directory` for results.json, chart.svg and table.txt")
@@ -487,7 +488,7 @@ func pickScenarios(all []*scenario, spec string) ([]*scenario, error) {
 		f = strings.TrimSpace(f)
 		found := false
 		for _, sc := range all {
-			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") || (f == "pubsub" && sc.Group == "10") || (f == "collections" && sc.Group == "11") {
+			if f == sc.Name || f == sc.Group || (f == "keyspace" && sc.Group == "6") || (f == "durability" && sc.Group == "8") || (f == "pubsub" && sc.Group == "10") || (f == "collections" && sc.Group == "11") || (f == "zsetlist" && sc.Group == "12") {
 				want[sc.Name], found = true, true
 			}
 		}
