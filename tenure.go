@@ -169,7 +169,8 @@ func Open(dir string, o Options) (*DB, error) {
 		// The seam between Raft and the server (package cluster, api.go):
 		// the server applies the log's entries through its command table,
 		// and leadership pauses and resumes the lock module (and ends the
-		// subscriptions of a node that stops leading).
+		// subscriptions of a node that stops leading, and answers the
+		// clients blocked in BLPOP and the like, resp/blocking.go).
 		if err := node.Start(srv, srv.Leadership()); err != nil {
 			node.Close()
 			locks.Close()

@@ -196,7 +196,8 @@ func scenarios(s *settings) []*scenario {
 			Rows: rows([]row{cycles, {"reader_per_sec", "reader grants/s", "ops"}, {"writer_per_sec", "writer grants/s", "ops"}},
 				pct("reader_", "reader acquire"), pct("writer_", "writer acquire"),
 				[]row{{"exclusion_breaches", "a writer beside another holder (client's view; must be 0)", "n"}}, cpuRows("grant"), []row{errorsRow})},
-	}, collectionScenarios(s)...) // group 15: bench/collections.go
+	}, append(collectionScenarios(s), // group 15: bench/collections.go
+		zsetListScenarios(s)...)...) // group 16: bench/zsetlist.go
 }
 
 func main() {

@@ -394,10 +394,13 @@ type EncodingLimits struct {
 	HashMaxListpackEntries int64 // hash-max-listpack-entries
 	HashMaxListpackValue   int64 // hash-max-listpack-value (bytes of a field or value)
 	SetMaxIntsetEntries    int64 // set-max-intset-entries
+	ZSetMaxListpackEntries int64 // zset-max-listpack-entries
+	ZSetMaxListpackValue   int64 // zset-max-listpack-value (bytes of a member)
 }
 
 // DefaultEncodingLimits are Redis 7.0's defaults, which Open starts with.
-var DefaultEncodingLimits = EncodingLimits{HashMaxListpackEntries: 512, HashMaxListpackValue: 64, SetMaxIntsetEntries: 512}
+var DefaultEncodingLimits = EncodingLimits{HashMaxListpackEntries: 512, HashMaxListpackValue: 64, SetMaxIntsetEntries: 512,
+	ZSetMaxListpackEntries: 128, ZSetMaxListpackValue: 64}
 
 // SetEncodingLimits sets the limits OBJECT ENCODING answers by, from the
 // next write on (CONFIG SET). In a cluster each node has its own, as each

@@ -38,6 +38,11 @@ var (
 	// that holds another. resp replies "-WRONGTYPE <text>". Decided in one
 	// place: Type.check (types.go).
 	ErrWrongType = errors.New("Operation against a key holding the wrong kind of value")
+	// ErrScoreNaN: ZADD … INCR or ZINCRBY would make a score NaN (inf
+	// plus -inf). Nothing was written.
+	ErrScoreNaN = errors.New("resulting score is not a number (NaN)")
+	// ErrIndexOutOfRange: LSET at an index past either end of the list.
+	ErrIndexOutOfRange = errors.New("index out of range")
 	// ErrClosed: the Store was used after Close.
 	ErrClosed = errors.New("kv: store is closed")
 )

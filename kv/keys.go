@@ -401,7 +401,7 @@ var collectionEncoders = [numTypes]func(h header) string{
 	TypeString: func(header) string { return "" },
 	TypeHash:   func(h header) string { return bigOr(h, "listpack", "hashtable") },
 	TypeSet:    func(h header) string { return bigOr(h, "intset", "hashtable") },
-	TypeZSet:   func(header) string { return "skiplist" },
+	TypeZSet:   func(h header) string { return bigOr(h, "listpack", "skiplist") },
 	TypeList:   func(header) string { return "quicklist" },
 }
 

@@ -528,7 +528,7 @@ func wrap(op string, err error) error {
 	switch err {
 	case nil, ErrNotInteger, ErrNotFloat, ErrOverflow, ErrNaN, ErrNoSuchKey,
 		ErrTooLarge, ErrFenced, ErrOffsetOutOfRange, ErrLCSTooLarge, ErrWrongType, ErrClosed,
-		ErrHashNotInteger, ErrHashNotFloat:
+		ErrHashNotInteger, ErrHashNotFloat, ErrScoreNaN, ErrIndexOutOfRange:
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)

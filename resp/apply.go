@@ -50,9 +50,11 @@ func (s *Server) Apply(index uint64, e cluster.Entry) (any, error) {
 			}
 		}
 	})
+	c.store = s.store
 	if err != nil {
 		return nil, err
 	}
+	c.serveReady() // blocking.go: wake the leader's clients blocked on what it pushed
 	return applied{b: c.out.b, v: c.out.v, parts: parts}, nil
 }
 

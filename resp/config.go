@@ -23,7 +23,7 @@ func (s *Server) configValues() [][2]string {
 	if s.cfg.LogLevel != nil {
 		level = strings.ToLower(s.cfg.LogLevel.Level().String())
 	}
-	return [][2]string{
+	return append([][2]string{
 		{"bind", host},
 		{"port", port},
 		{"dir", s.cfg.Dir},
@@ -44,7 +44,7 @@ func (s *Server) configValues() [][2]string {
 		{"set-max-intset-entries", itoa(l.SetMaxIntsetEntries)},
 		{"notify-keyspace-events", notifyClass(s.pubsub.notify.Load()).String()},
 		{"client-output-buffer-limit", s.pubsub.limits.Load().String()},
-	}
+	}, s.collectionConfigValues()...)
 }
 
 // cmdConfigGet is CONFIG GET pattern [pattern ...], as Redis 7.2 answers
@@ -206,6 +206,15 @@ func cmdConfigSet(c *conn, args [][]byte) {
 				c.srv.store.SetEncodingLimits(l)
 			})
 		default:
+			set, why, known := c.srv.collectionConfigSet(name, args[i+1])
+			if known {
+				if why != "" {
+					failed(why)
+					return
+				}
+				apply = append(apply, set)
+				break
+			}
 			c.out.Err("Unknown option or number of arguments for CONFIG SET - '" + cString(args[i], len(args[i])) + "'")
 			return
 		}

@@ -52,6 +52,13 @@ type conn struct {
 	tx    txState // MULTI, WATCH and EXEC (transactions.go)
 	batch batch   // the writes of the read batch, not yet committed (batch.go)
 
+	// readyKeys are the keys the request running may have made poppable
+	// for clients blocked on them (blocking.go).
+	readyKeys []string
+	// inLine: the connection is blocked on keys, and an attempt that
+	// meets a key of another type leaves it so (blocking.go).
+	inLine bool
+
 	// entryNowMs is the leader's clock in the log entry the conn applies
 	// (Server.Apply), 0 on any other: see nowMs.
 	entryNowMs int64

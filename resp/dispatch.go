@@ -34,6 +34,7 @@ func (c *conn) exec(args [][]byte) (end time.Time) {
 		c.replyMode = replyOn
 	}
 	cmd := c.dispatch(args)
+	c.serveReady() // blocking.go: clients blocked on what it pushed
 	end = c.counted(cmd, start, mark)
 	// CLIENT REPLY OFF or SKIP: the reply is dropped, but for the
 	// confirmations of (un)subscribing, which Redis pushes regardless.

@@ -56,6 +56,11 @@
 //	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO
 //	hashes.go      HSET, HGET, HGETALL, HINCRBY, HRANDFIELD, HSCAN, … (kv's hashes)
 //	sets.go        SADD, SMEMBERS, SPOP, SINTER…, SSCAN, … (kv's sets)
+//	zsets.go       ZADD, ZRANGE (BYSCORE, BYLEX, REV, LIMIT), ZUNION…, ZMPOP, BZPOPMIN, … (kv's zsets)
+//	lists.go       LPUSH, LRANGE, LPOS, LMOVE, LMPOP, BLPOP, BLMOVE, … (kv's lists)
+//	sort.go        SORT and SORT_RO over lists, sets and zsets
+//	blocking.go    blocked clients: lines per key, served in order; CLIENT UNBLOCK
+//	config_collections.go  CONFIG's zset and list encoding settings
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE

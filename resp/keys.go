@@ -236,6 +236,7 @@ func cmdRename(c *conn, args [][]byte) {
 		c.storeError(err)
 		return
 	}
+	c.ready(args[2]) // blocking.go: a list or zset moved into place
 	c.notifyRename(args[1], args[2])
 	c.out.OK()
 }
@@ -247,6 +248,7 @@ func cmdRenameNX(c *conn, args [][]byte) {
 		return
 	}
 	if ok {
+		c.ready(args[2])
 		c.notifyRename(args[1], args[2])
 	}
 	c.out.Bool(ok)
@@ -345,6 +347,7 @@ func cmdCopy(c *conn, args [][]byte) {
 		return
 	}
 	if ok {
+		c.ready(args[2])
 		c.notify(notifyGeneric, "copy_to", args[2])
 	}
 	c.out.Bool(ok)

@@ -94,9 +94,11 @@ type Server struct {
 
 	stats   serverStats
 	metrics *metrics
-	scripts scripts    // resp/scripting.go
-	pubsub  pubsub     // resp/pubsub.go, resp/notify.go
-	audit   *auditRing // resp/audit.go; nil when off
+	scripts scripts      // resp/scripting.go
+	blocks  blocking     // resp/blocking.go: clients blocked in BLPOP and the like
+	lists   listSettings // resp/config_collections.go
+	pubsub  pubsub       // resp/pubsub.go, resp/notify.go
+	audit   *auditRing   // resp/audit.go; nil when off
 }
 
 type serverStats struct {
@@ -277,6 +279,7 @@ func (s *Server) close(ctx context.Context) error {
 	}
 	// Waiters in line are answered now; leases end with the process.
 	s.locks.Close()
+	s.blocks.unblockAll("closing")
 	s.wakeConns()
 	finished := make(chan struct{})
 	go func() { s.wg.Wait(); close(finished) }()

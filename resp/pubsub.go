@@ -481,7 +481,8 @@ func (ps *pubsub) subscribers() map[*conn]struct{} {
 // changes (cluster.Locks): the lock module (LOCK-14), and pub/sub, which
 // the leader alone serves (SPEC §13): when the node stops leading, its
 // subscribers are disconnected, so that their clients resubscribe where
-// MOVED points.
+// MOVED points; and its clients blocked in BLPOP and the like are answered
+// TRYAGAIN, so that they retry on the new leader (resp/blocking.go).
 func (s *Server) Leadership() cluster.Locks { return leadership{s} }
 
 type leadership struct{ s *Server }
@@ -489,6 +490,7 @@ type leadership struct{ s *Server }
 func (l leadership) Pause() {
 	l.s.locks.Pause()
 	l.s.dropSubscribers()
+	l.s.blocks.unblockAll("leader")
 }
 
 func (l leadership) Resume(epoch uint64) { l.s.locks.Resume(epoch) }

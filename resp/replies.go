@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/tidwall/redcon"
@@ -269,3 +270,29 @@ func appendLine(b []byte, s string) []byte {
 const errNotInteger = "value is not an integer or out of range"
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Double sends a score as Redis's addReplyDouble does: in RESP3 a double
+// (",1.5"), in RESP2 a bulk string; "%.17g" either way, inf as "inf".
+func (r *reply) Double(f float64) {
+	var buf [32]byte
+	var text []byte
+	switch {
+	case math.IsInf(f, 1):
+		text = append(buf[:0], "inf"...)
+	case math.IsInf(f, -1):
+		text = append(buf[:0], "-inf"...)
+	default:
+		text = strconv.AppendFloat(buf[:0], f, 'g', 17, 64)
+	}
+	if r.v != nil {
+		r.v.add(string(text))
+		return
+	}
+	if r.resp3 {
+		r.b = append(r.b, ',')
+		r.b = append(r.b, text...)
+		r.b = append(r.b, '\r', '\n')
+		return
+	}
+	r.b = redcon.AppendBulk(r.b, text)
+}

@@ -80,6 +80,8 @@ func (c *conn) route(cmd *command, args [][]byte) bool {
 	case cmd.Effect == effScript:
 		c.routeScript(args) // scripting.go
 		return true
+	case cmd.Effect&effBlock != 0:
+		return false // its handler proposes each attempt (blocking.go)
 	case cmd.replicated():
 		c.propose(cluster.Entry{Cmds: [][][]byte{args}}, nil)
 		return true

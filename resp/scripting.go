@@ -345,7 +345,9 @@ func (sc *scriptCaller) resolve(args [][]byte) (*command, string) {
 	}
 	// A lock command is refused too (SPEC §13): MULTI is how a renewal
 	// and a fenced write go together.
-	if cmd.Handler == nil || cmd.Effect&(effLocks|effBlock|effScript) != 0 ||
+	// A blocking pop runs, never blocking (resp/blocking.go), as Redis
+	// runs it in a script.
+	if cmd.Handler == nil || cmd.Effect&(effLocks|effScript) != 0 ||
 		cmd.Flags&(FlagNoScript|FlagNotQueued|FlagNoMulti) != 0 {
 		return nil, "This Redis command is not allowed from script"
 	}

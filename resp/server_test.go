@@ -377,7 +377,7 @@ func TestServerConfig(t *testing.T) {
 		{"CONFIG GET dir", []any{"dir", s.Dir}},
 		{"CONFIG GET databases", []any{"databases", "1"}},
 		{"CONFIG GET proto-max-bulk-len", []any{"proto-max-bulk-len", "536870912"}},
-		{"CONFIG GET *", arrayOf(40, anyString())}, // + the encoding limits (kv.EncodingLimits), five names
+		{"CONFIG GET *", arrayOf(54, anyString())}, // + the encoding limits (kv.EncodingLimits), five names; the zset and list settings, seven
 		{"CONFIG GET busy-reply-threshold", []any{"busy-reply-threshold", "5000"}},
 		{"CONFIG SET lua-time-limit 100", "OK"}, // Redis's old name of busy-reply-threshold
 		{"CONFIG GET busy-reply-threshold", []any{"busy-reply-threshold", "100"}},

@@ -21,6 +21,7 @@ func (c *conn) storeError(err error) {
 	for _, e := range []error{
 		kv.ErrNotInteger, kv.ErrNotFloat, kv.ErrOverflow, kv.ErrNaN, kv.ErrNoSuchKey,
 		kv.ErrTooLarge, kv.ErrOffsetOutOfRange, kv.ErrLCSTooLarge, kv.ErrHashNotInteger, kv.ErrHashNotFloat,
+		kv.ErrScoreNaN, kv.ErrIndexOutOfRange,
 	} {
 		if errors.Is(err, e) {
 			c.out.Err(e.Error())

@@ -253,6 +253,8 @@ func commandTable() map[string]*command {
 	sub(client, "info", 2, RoleRead, effLocal, 0, cmdClientInfo, "Returns information about the connection.")
 	sub(client, "list", -2, RoleAdmin, effLocal, 0, cmdClientList, "Lists open connections.")
 	sub(client, "kill", -3, RoleAdmin, effLocal, 0, cmdClientKill, "Terminates open connections.")
+	sub(client, "unblock", -3, RoleAdmin, effLocal, 0, cmdClientUnblock, "Unblocks a client blocked by a blocking command from a different connection.",
+		docs("5.0.0", "O(log N) where N is the number of client connections", argInt("client-id"), argOneOf("unblock-type", true, argWord("TIMEOUT"), argWord("ERROR"))))
 	sub(client, "reply", 3, RoleRead, effLocal, 0, cmdClientReply, "Instructs the server whether to reply to commands.",
 		docs("3.2.0", "O(1)", argOneOf("action", false, argWord("ON"), argWord("OFF"), argWord("SKIP"))))
 	sub(client, "help", 2, RoleRead, effLocal, 0, cmdClientHelp, "Returns helpful text about the different subcommands.")
@@ -495,6 +497,78 @@ func commandTable() map[string]*command {
 	add("discard", 1, RoleRead, effNone, FlagFast|FlagNotQueued, cmdDiscard, "Discards a transaction.")
 	add("watch", -2, RoleRead, effNone, FlagFast|FlagNotQueued, cmdWatch, "Monitors changes to keys to determine the execution of a transaction.", keys(1, -1, 1))
 	add("unwatch", 1, RoleRead, effNone, FlagFast, cmdUnwatch, "Forgets about watched keys of a transaction.")
+
+	// sorted sets: resp/zsets.go (SPEC §13)
+	group = "sorted-set"
+	W, R, B := effWrite, effRead, effWrite|effBlock
+	add("zadd", -4, RoleWrite, W, FlagFast, cmdZAdd, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", keys(1, 1, 1),
+		docs("1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", argKey("key"),
+			argOneOf("condition", true, argWord("NX"), argWord("XX")), argOneOf("comparison", true, argWord("GT"), argWord("LT")),
+			argToken("CH"), argToken("INCR"), arg{Name: "data", Type: "block", Multiple: true, Args: []arg{argString("score"), argString("member")}}))
+	add("zincrby", 4, RoleWrite, W, FlagFast, cmdZIncrBy, "Increments the score of a member in a sorted set.", keys(1, 1, 1))
+	add("zrem", -3, RoleWrite, W, FlagFast, cmdZRem, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
+	add("zcard", 2, RoleRead, R, FlagFast, cmdZCard, "Returns the number of members in a sorted set.", keys(1, 1, 1))
+	add("zcount", 4, RoleRead, R, FlagFast, cmdZCount, "Returns the count of members in a sorted set that have scores within a range.", keys(1, 1, 1))
+	add("zlexcount", 4, RoleRead, R, FlagFast, cmdZLexCount, "Returns the number of members in a sorted set within a lexicographical range.", keys(1, 1, 1))
+	add("zscore", 3, RoleRead, R, FlagFast, cmdZScore, "Returns the score of a member in a sorted set.", keys(1, 1, 1))
+	add("zmscore", -3, RoleRead, R, FlagFast, cmdZMScore, "Returns the score of one or more members in a sorted set.", keys(1, 1, 1))
+	add("zrank", 3, RoleRead, R, FlagFast, cmdZRank, "Returns the index of a member in a sorted set ordered by ascending scores.", keys(1, 1, 1))
+	add("zrevrank", 3, RoleRead, R, FlagFast, cmdZRevRank, "Returns the index of a member in a sorted set ordered by descending scores.", keys(1, 1, 1))
+	add("zrange", -4, RoleRead, R, 0, cmdZRange, "Returns members in a sorted set within a range of indexes.", keys(1, 1, 1),
+		docs("1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
+			argKey("key"), argString("start"), argString("stop"), argOneOf("sortby", true, argWord("BYSCORE"), argWord("BYLEX")), argToken("REV"),
+			arg{Name: "limit", Type: "block", Token: "LIMIT", Optional: true, Args: []arg{argInt("offset"), argInt("count")}}, argToken("WITHSCORES")))
+	add("zrangestore", -5, RoleWrite, W, 0, cmdZRangeStore, "Stores a range of members from sorted set in a key.", keys(1, 2, 1))
+	add("zrevrange", -4, RoleRead, R, 0, cmdZRevRange, "Returns members in a sorted set within a range of indexes in reverse order.", keys(1, 1, 1))
+	add("zrangebyscore", -4, RoleRead, R, 0, cmdZRangeByScore, "Returns members in a sorted set within a range of scores.", keys(1, 1, 1))
+	add("zrevrangebyscore", -4, RoleRead, R, 0, cmdZRevRangeByScore, "Returns members in a sorted set within a range of scores in reverse order.", keys(1, 1, 1))
+	add("zrangebylex", -4, RoleRead, R, 0, cmdZRangeByLex, "Returns members in a sorted set within a lexicographical range.", keys(1, 1, 1))
+	add("zrevrangebylex", -4, RoleRead, R, 0, cmdZRevRangeByLex, "Returns members in a sorted set within a lexicographical range in reverse order.", keys(1, 1, 1))
+	add("zremrangebyrank", 4, RoleWrite, W, 0, cmdZRemRangeByRank, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
+	add("zremrangebyscore", 4, RoleWrite, W, 0, cmdZRemRangeByScore, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
+	add("zremrangebylex", 4, RoleWrite, W, 0, cmdZRemRangeByLex, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
+	add("zpopmin", -2, RoleWrite, W, FlagFast, cmdZPopMin, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", keys(1, 1, 1))
+	add("zpopmax", -2, RoleWrite, W, FlagFast, cmdZPopMax, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", keys(1, 1, 1))
+	add("zmpop", -4, RoleWrite, W, 0, cmdZMPop, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", keys(2, 2, 1))
+	add("bzpopmin", -3, RoleWrite, B, FlagFast, cmdBZPopMin, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", keys(1, -2, 1))
+	add("bzpopmax", -3, RoleWrite, B, FlagFast, cmdBZPopMax, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", keys(1, -2, 1))
+	add("bzmpop", -5, RoleWrite, B, 0, cmdBZMPop, "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", keys(3, 3, 1))
+	add("zrandmember", -2, RoleRead, R, 0, cmdZRandMember, "Returns one or more random members from a sorted set.", keys(1, 1, 1))
+	add("zunion", -3, RoleRead, R, 0, cmdZUnion, "Returns the union of multiple sorted sets.", keys(2, 2, 1))
+	add("zinter", -3, RoleRead, R, 0, cmdZInter, "Returns the intersect of multiple sorted sets.", keys(2, 2, 1))
+	add("zdiff", -3, RoleRead, R, 0, cmdZDiff, "Returns the difference between multiple sorted sets.", keys(2, 2, 1))
+	add("zunionstore", -4, RoleWrite, W, 0, cmdZUnionStore, "Stores the union of multiple sorted sets in a key.", keys(1, 1, 1))
+	add("zinterstore", -4, RoleWrite, W, 0, cmdZInterStore, "Stores the intersect of multiple sorted sets in a key.", keys(1, 1, 1))
+	add("zdiffstore", -4, RoleWrite, W, 0, cmdZDiffStore, "Stores the difference of multiple sorted sets in a key.", keys(1, 1, 1))
+	add("zintercard", -3, RoleRead, R, 0, cmdZInterCard, "Returns the number of members of the intersect of multiple sorted sets.", keys(2, 2, 1))
+	add("zscan", -3, RoleRead, R, 0, cmdZScan, "Iterates over members and scores of a sorted set.", keys(1, 1, 1))
+
+	// lists: resp/lists.go (SPEC §13)
+	group = "list"
+	add("lpush", -3, RoleWrite, W, FlagFast, cmdLPush, "Prepends one or more elements to a list. Creates the key if it doesn't exist.", keys(1, 1, 1))
+	add("rpush", -3, RoleWrite, W, FlagFast, cmdRPush, "Appends one or more elements to a list. Creates the key if it doesn't exist.", keys(1, 1, 1))
+	add("lpushx", -3, RoleWrite, W, FlagFast, cmdLPushX, "Prepends one or more elements to a list only when the list exists.", keys(1, 1, 1))
+	add("rpushx", -3, RoleWrite, W, FlagFast, cmdRPushX, "Appends an element to a list only when the list exists.", keys(1, 1, 1))
+	add("lpop", -2, RoleWrite, W, FlagFast, cmdLPop, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", keys(1, 1, 1))
+	add("rpop", -2, RoleWrite, W, FlagFast, cmdRPop, "Returns and removes the last elements of the list. Deletes the list if the last element was popped.", keys(1, 1, 1))
+	add("llen", 2, RoleRead, R, FlagFast, cmdLLen, "Returns the length of a list.", keys(1, 1, 1))
+	add("lrange", 4, RoleRead, R, 0, cmdLRange, "Returns a range of elements from a list.", keys(1, 1, 1))
+	add("lindex", 3, RoleRead, R, 0, cmdLIndex, "Returns an element from a list by its index.", keys(1, 1, 1))
+	add("lset", 4, RoleWrite, W, 0, cmdLSet, "Sets the value of an element in a list by its index.", keys(1, 1, 1))
+	add("linsert", 5, RoleWrite, W, 0, cmdLInsert, "Inserts an element before or after another element in a list.", keys(1, 1, 1))
+	add("lrem", 4, RoleWrite, W, 0, cmdLRem, "Removes elements from a list. Deletes the list if the last element was removed.", keys(1, 1, 1))
+	add("ltrim", 4, RoleWrite, W, 0, cmdLTrim, "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", keys(1, 1, 1))
+	add("lpos", -3, RoleRead, R, 0, cmdLPos, "Returns the index of matching elements in a list.", keys(1, 1, 1))
+	add("lmove", 5, RoleWrite, W, 0, cmdLMove, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", keys(1, 2, 1))
+	add("rpoplpush", 3, RoleWrite, W, 0, cmdRPopLPush, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", keys(1, 2, 1))
+	add("lmpop", -4, RoleWrite, W, 0, cmdLMPop, "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", keys(2, 2, 1))
+	add("blpop", -3, RoleWrite, B, 0, cmdBLPop, "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", keys(1, -2, 1))
+	add("brpop", -3, RoleWrite, B, 0, cmdBRPop, "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", keys(1, -2, 1))
+	add("blmove", 6, RoleWrite, B, 0, cmdBLMove, "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", keys(1, 2, 1))
+	add("brpoplpush", 4, RoleWrite, B, 0, cmdBRPopLPush, "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", keys(1, 2, 1))
+	add("blmpop", -5, RoleWrite, B, 0, cmdBLMPop, "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", keys(3, 3, 1))
+	add("sort", -2, RoleWrite, W, 0, cmdSort, "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", keys(1, 1, 1))
+	add("sort_ro", -2, RoleRead, R, 0, cmdSortRO, "Returns the sorted elements of a list, a set, or a sorted set.", keys(1, 1, 1))
 
 	// scripting: resp/scripting.go (SPEC §13). EVAL needs only the read
 	// role: each command inside is checked against the caller's.

@@ -28,8 +28,8 @@ func TestEveryRowSaysWhatItDoes(t *testing.T) {
 			t.Errorf("%s: effect %b: only the keyspace's point reads and writes are batched", c.Name, e)
 		case e&effPubSub != 0 && e&(effLocks|effBatch|effBlock) != 0:
 			t.Errorf("%s: effect %b: a pub/sub row touches neither the lock module nor keys", c.Name, e)
-		case e&effBlock != 0 && e&effLocks == 0:
-			t.Errorf("%s: effect %b: a blocking row outside the lock module needs its rules written first (MULTI, cluster)", c.Name, e)
+		case e&effBlock != 0 && e&(effLocks|effWrite) == 0:
+			t.Errorf("%s: effect %b: a blocking row outside the lock module writes (BLPOP pops): resp/blocking.go", c.Name, e)
 		}
 		// SPEC §5 and §13: a command that writes needs the write role, and
 		// the write role is for commands that write.
