@@ -247,7 +247,9 @@ func TestWatchersCostMemoryNotCPU(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if g := runtime.NumGoroutine(); g != goroutines {
+	// More goroutines would be the watchers' (an earlier test's may end
+	// meanwhile: fewer is no failure).
+	if g := runtime.NumGoroutine(); g > goroutines {
 		t.Fatalf("%d goroutines with %d watchers, %d before", g, n, goroutines)
 	}
 	h.m.mu.Lock()
