@@ -209,7 +209,7 @@ return a`, []string{"{p}s", "{p}r"}).StringSlice()
 }
 
 // TestClusterScriptTransactions (SPEC §13, LOCK-18): a script's write
-// breaks another client's WATCH; EVAL and EVALSHA inside MULTI run on the
+// breaks another client's WATCH; EVAL, EVALSHA and EVAL_RO inside MULTI run on the
 // leader for their effects, the queue's writes one entry, every node
 // alike; a broken WATCH runs none of the queue.
 func TestClusterScriptTransactions(t *testing.T) {
@@ -244,14 +244,18 @@ func TestClusterScriptTransactions(t *testing.T) {
 		p.Set(ctx, "{t}n", "10", 0)
 		p.Eval(ctx, "redis.call('incr', KEYS[1]) return redis.call('get', KEYS[1])", []string{"{t}n"})
 		popped = p.EvalSha(ctx, sha, []string{"{t}n", "{t}s"})
+		p.EvalRO(ctx, "return redis.call('get', KEYS[1])", []string{"{t}n"})
 		p.Incr(ctx, "{t}n")
 		return nil
 	})
-	if err != nil || len(cmds) != 4 {
+	if err != nil || len(cmds) != 5 {
 		t.Fatalf("MULTI with EVAL and EVALSHA: %v %v", cmds, err)
 	}
 	if v := cmds[1].(*redis.Cmd).Val(); v != "11" {
 		t.Errorf("EVAL inside MULTI answered %v, want 11", v)
+	}
+	if v := cmds[3].(*redis.Cmd).Val(); v != "12" {
+		t.Errorf("EVAL_RO inside MULTI answered %v, want 12", v)
 	}
 	tc.alike(l)
 	if v, _ := c.Get(ctx, "{t}n").Result(); v != "13" {

@@ -117,7 +117,7 @@ func (c *conn) proposeExec() {
 	for i, q := range queued {
 		cmd := lookup(c.srv.table, q[0])
 		switch {
-		case cmd != nil && cmd.Effect == effScript:
+		case cmd != nil && cmd.Effect&effScript != 0:
 			c.proposeExecEffects(queued)
 			return
 		case cmd != nil && cmd.Effect&effLocks != 0:
@@ -216,7 +216,7 @@ func (c *conn) proposeExecEffects(queued [][][]byte) {
 				cmd := lookup(c.srv.table, q[0])
 				at := c.out.Len()
 				c.exec(q)
-				if cmd != nil && cmd.Effect != effScript && cmd.replicated() {
+				if cmd != nil && cmd.Effect&effScript == 0 && cmd.replicated() {
 					var reply script.Reply
 					if cmd.drawn != nil {
 						reply, _, _ = script.ParseRESP(c.out.b[at:])

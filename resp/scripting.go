@@ -264,8 +264,8 @@ func (c *conn) eval(args [][]byte, bySHA, readOnly bool) {
 }
 
 // runScript runs sc on store, a transaction's view, and answers its
-// result; it reports whether SCRIPT KILL or the shutdown stopped it.
-func (c *conn) runScript(store *kv.Store, sc *script.Script, keys, argv [][]byte, readOnly bool) (stopped bool) {
+// result.
+func (c *conn) runScript(store *kv.Store, sc *script.Script, keys, argv [][]byte, readOnly bool) {
 	s := &c.srv.scripts
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -296,7 +296,6 @@ func (c *conn) runScript(store *kv.Store, sc *script.Script, keys, argv [][]byte
 		e.cmds = e.cmds[:effectsBefore]
 	}
 	c.writeScriptReply(reply)
-	return ctx.Err() != nil
 }
 
 func (s *Server) newScriptEngine() *script.Engine {
