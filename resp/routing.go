@@ -51,7 +51,7 @@ type Cluster interface {
 // leader has confirmed it leads. A node-local row (SPEC §10: PING, AUTH,
 // HELLO, QUIT, INFO, ROLE, COMMAND, CLIENT, CLUSTER) runs where it is.
 func (c *conn) route(cmd *command, args [][]byte) bool {
-	if cmd.Effect&effLocal != 0 || c.effects != nil {
+	if cmd.Effect&effLocal != 0 || c.effects != nil && cmd.Effect&effLocks == 0 {
 		// c.effects: a queue the leader runs for its effects
 		// (proposeExecEffects), whose writes are recorded, not proposed.
 		return false
