@@ -147,7 +147,8 @@ func TestClusterScriptLoopingForeverIsKilled(t *testing.T) {
 }
 
 // TestClusterScriptErrorHalfWay (SPEC §13, LOCK-18): a script that fails
-// half-way keeps, on every node, exactly the writes it made before.
+// half-way keeps, on every node, exactly the writes it made before; no
+// follower runs it.
 func TestClusterScriptErrorHalfWay(t *testing.T) {
 	tc := newCluster(t, 3)
 	l := tc.leader(5 * time.Second)
@@ -172,6 +173,14 @@ redis.call('set', KEYS[4], '4')`, []string{"{h}a", "{h}b", "{h}str", "{h}d"}).Er
 	}
 	if n, _ := c.Exists(ctx, "{h}d").Result(); n != 0 {
 		t.Errorf("the write after the error was made")
+	}
+	// No follower ran the script: none compiled it.
+	for i := range tc.nodes {
+		if i != l {
+			if n := tc.infoField(i, "memory", "number_of_cached_scripts"); n != "0" {
+				t.Errorf("%s caches %s scripts: a follower ran one", tc.nodes[i].id, n)
+			}
+		}
 	}
 }
 
