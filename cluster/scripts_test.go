@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenure-db/tenure/cluster"
 )
 
 // TestClusterScripts (SPEC §13, LOCK-18): EVAL and EVALSHA go through the
@@ -291,4 +293,22 @@ func TestClusterScriptTransactions(t *testing.T) {
 		t.Errorf("{t}w = %q, want changed", v)
 	}
 	tc.alike(l)
+}
+
+// TestClusterScriptOldEntryApplies: a log written before effects holds
+// scripts' bodies as EVAL entries; every node still applies them as it
+// did, alike (SPEC §13, LOCK-18).
+func TestClusterScriptOldEntryApplies(t *testing.T) {
+	tc := newCluster(t, 3)
+	l := tc.leader(5 * time.Second)
+	ctx := context.Background()
+	old := [][]byte{[]byte("eval"), []byte("redis.call('set', KEYS[1], 'old') return redis.call('incr', KEYS[2])"), []byte("2"), []byte("{o}a"), []byte("{o}n")}
+	_, err := tc.nodes[l].db.Node().Propose(ctx, cluster.Entry{NowMs: time.Now().UnixMilli(), Proto: 2, Cmds: [][][]byte{old}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.alike(l)
+	if v, err := tc.client(l).Get(ctx, "{o}a").Result(); err != nil || v != "old" {
+		t.Fatalf("{o}a = %q %v, want old", v, err)
+	}
 }
