@@ -99,8 +99,9 @@ func (n *Node) LocksReady() bool {
 // not nil, Propose first waits until every entry proposed before is
 // applied, then runs check, and proposes nothing (returning nil, nil)
 // when check reports false (EXEC's WATCH): no other proposal falls in
-// between. ErrNotLeader: this node does not lead.
-func (n *Node) Propose(ctx context.Context, e Entry, check func() (bool, error)) (any, error) {
+// between. check may rewrite e (a script's effects): what it leaves there
+// is proposed. ErrNotLeader: this node does not lead.
+func (n *Node) Propose(ctx context.Context, e Entry, check func(e *Entry) (bool, error)) (any, error) {
 	if n.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
@@ -111,11 +112,12 @@ func (n *Node) Propose(ctx context.Context, e Entry, check func() (bool, error))
 			n.proposeMu.Unlock()
 			return nil, proposeError(err)
 		}
-		ok, err := check()
+		ok, err := check(&e)
 		if err != nil || !ok {
 			n.proposeMu.Unlock()
 			return nil, err
 		}
+		data = encodeCommands(e)
 	}
 	f := n.raft.Apply(data, applyTimeout)
 	n.proposeMu.Unlock()

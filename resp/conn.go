@@ -62,6 +62,9 @@ type conn struct {
 	// entryNowMs is the leader's clock in the log entry the conn applies
 	// (Server.Apply), 0 on any other: see nowMs.
 	entryNowMs int64
+	// effects records the writes of a script a cluster's leader runs for
+	// its effects (scripting.go), nil on any other.
+	effects *scriptEffects
 
 	// ctx is a request's run in process (Server.Do), nil on a socket: a
 	// blocking command waits until it ends instead of watching nc.
@@ -95,6 +98,9 @@ func (c *conn) applyingEntry() bool { return c.entryNowMs != 0 }
 func (c *conn) nowMs() int64 {
 	if c.applyingEntry() {
 		return c.entryNowMs
+	}
+	if c.effects != nil {
+		return c.effects.nowMs // the instant the effects' entry is stamped with
 	}
 	return time.Now().UnixMilli()
 }

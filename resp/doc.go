@@ -30,7 +30,10 @@
 // conn (Server.caller) that records the replies: an entry of the log
 // (Server.Apply), and a script's redis.call, which should refuse rows with
 // effLocks (SPEC §13), and writes under EVAL_RO (command.writes), before
-// it calls.
+// it calls. In a cluster a script runs on the leader alone, in a
+// transaction thrown away, and the writes its calls made (as a row's
+// drawn field rewrites one drawn at random) are what goes through the log
+// (scripting.go, routeScript).
 //
 // # Where things are
 //

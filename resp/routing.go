@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tenure-db/tenure/cluster"
+	"github.com/tenure-db/tenure/kv"
+	"github.com/tenure-db/tenure/script"
 )
 
 // A request in a cluster (SPEC §10). Package cluster keeps the Raft log
@@ -23,8 +25,9 @@ type Cluster interface {
 	Leader() (addr string, self bool)
 	// Propose replicates e and returns what this node's Server.Apply
 	// answered for it; with check, EXEC's WATCH is decided between the
-	// entries before and e. cluster.ErrNotLeader: this node does not lead.
-	Propose(ctx context.Context, e cluster.Entry, check func() (bool, error)) (any, error)
+	// entries before and e, and a script run for its effects, which check
+	// leaves in e. cluster.ErrNotLeader: this node does not lead.
+	Propose(ctx context.Context, e cluster.Entry, check func(e *cluster.Entry) (bool, error)) (any, error)
 	// ReadBarrier returns once this node has confirmed it still leads and
 	// has applied everything committed before the call.
 	ReadBarrier(ctx context.Context) error
@@ -48,7 +51,9 @@ type Cluster interface {
 // leader has confirmed it leads. A node-local row (SPEC §10: PING, AUTH,
 // HELLO, QUIT, INFO, ROLE, COMMAND, CLIENT, CLUSTER) runs where it is.
 func (c *conn) route(cmd *command, args [][]byte) bool {
-	if cmd.Effect&effLocal != 0 {
+	if cmd.Effect&effLocal != 0 || c.effects != nil && cmd.Effect&effLocks == 0 {
+		// c.effects: a queue the leader runs for its effects
+		// (proposeExecEffects), whose writes are recorded, not proposed.
 		return false
 	}
 	cl := c.srv.cluster
@@ -101,15 +106,23 @@ func (c *conn) route(cmd *command, args [][]byte) bool {
 // single server (transactions.go), in the same window: after every write
 // proposed before has applied and before any proposed after, so
 // MULTI; LOCK.RENEW id; SET k v FENCE f; EXEC keeps its meaning.
+//
+// A queue holding a script runs for its effects instead
+// (proposeExecEffects): no node but the leader runs a script.
 func (c *conn) proposeExec() {
 	queued := c.tx.queued
 	c.tx.queueing, c.tx.queued = false, nil // what runs now runs, as in cmdExec
 	isLock := make([]bool, len(queued))
 	var writes [][][]byte
 	for i, q := range queued {
-		if cmd := lookup(c.srv.table, q[0]); cmd != nil && cmd.Effect&effLocks != 0 {
+		cmd := lookup(c.srv.table, q[0])
+		switch {
+		case cmd != nil && cmd.Effect&effScript != 0:
+			c.proposeExecEffects(queued)
+			return
+		case cmd != nil && cmd.Effect&effLocks != 0:
 			isLock[i] = true
-		} else {
+		default:
 			writes = append(writes, q)
 		}
 	}
@@ -127,7 +140,7 @@ func (c *conn) proposeExec() {
 		}
 	}
 	watched := c.tx.watch.Len() > 0
-	check := func() (bool, error) {
+	check := func(*cluster.Entry) (bool, error) {
 		if watched {
 			broken, err := c.srv.store.WatchBroken(&c.tx.watch)
 			if err != nil || broken {
@@ -142,7 +155,7 @@ func (c *conn) proposeExec() {
 		check = nil
 	}
 	if len(writes) == 0 {
-		if ok, err := check(); err != nil {
+		if ok, err := check(nil); err != nil {
 			c.storeError(err)
 			return
 		} else if !ok {
@@ -177,6 +190,60 @@ func (c *conn) proposeExec() {
 	}
 }
 
+// proposeExecEffects is proposeExec for a queue that holds a script
+// (SPEC §13, LOCK-18): inside Propose's check the leader runs the whole
+// queue as EXEC does, WATCH included, in a transaction that is thrown
+// away (effectsOf), recording each write, a script's by its calls; those
+// writes go through the log as one EXEC entry stamped with the instant
+// the queue ran at, and the client is answered the replies of the
+// leader's run.
+func (c *conn) proposeExecEffects(queued [][][]byte) {
+	defer c.endTx()
+	var w *kv.Watch
+	if c.tx.watch.Len() > 0 {
+		w = &c.tx.watch
+	}
+	mark := c.out.Len()
+	var ran bool
+	decide := func(e *cluster.Entry) (bool, error) {
+		var cmds [][][]byte
+		var err error
+		ran, cmds, e.NowMs, err = c.effectsOf(w, func(*kv.Store) {
+			c.tx.executing = true
+			defer func() { c.tx.executing = false }()
+			c.out.Array(len(queued))
+			for _, q := range queued {
+				cmd := lookup(c.srv.table, q[0])
+				at := c.out.Len()
+				c.exec(q)
+				if cmd != nil && cmd.Effect&effScript == 0 && cmd.replicated() {
+					var reply script.Reply
+					if cmd.drawn != nil {
+						reply, _, _ = script.ParseRESP(c.out.b[at:])
+					}
+					c.effects.record(cmd, q, reply)
+				}
+			}
+		})
+		if err != nil || len(cmds) == 0 {
+			return false, err
+		}
+		e.Cmds = cmds
+		return true, nil
+	}
+	r, err := c.srv.cluster.Propose(c.context(), c.entry(cluster.Entry{Exec: true, Proto: 2}), decide)
+	if err == nil && r == nil && ran {
+		err = c.srv.cluster.ReadBarrier(c.context())
+	}
+	switch {
+	case err != nil:
+		c.out.truncate(mark)
+		c.clusterError(nil, queued[0], err)
+	case !ran:
+		c.out.NullArray() // a WATCHed key changed: EXEC runs nothing
+	}
+}
+
 // entry stamps e with the leader's clock and the reply's protocol.
 func (c *conn) entry(e cluster.Entry) cluster.Entry {
 	e.NowMs = time.Now().UnixMilli()
@@ -189,7 +256,7 @@ func (c *conn) entry(e cluster.Entry) cluster.Entry {
 
 // propose sends e through the log and writes the reply its application
 // here gave.
-func (c *conn) propose(e cluster.Entry, check func() (bool, error)) {
+func (c *conn) propose(e cluster.Entry, check func(*cluster.Entry) (bool, error)) {
 	r, err := c.srv.cluster.Propose(c.context(), c.entry(e), check)
 	switch {
 	case err != nil:

@@ -31,10 +31,15 @@ import (
 // Inside MULTI, or applying a cluster's log entry, the connection's store
 // is already a transaction's view: the script runs in that transaction.
 //
-// In a cluster EVAL and EVALSHA go through the log as EVAL with the
-// script's body, and run on every node at the entry's instant: TIME and
-// math.random inside a script read that instant, so every node decides
-// alike. EVAL_RO runs on the leader like every read.
+// In a cluster a script replicates its effects, as Redis 7 does: the
+// leader runs it once, inside Propose's check (every entry proposed before
+// applied, none after in between), in a transaction that is then thrown
+// away; the writes it made, in order, a write drawn at random replaced by
+// what it did (SPOP by SREM), go through the log as one EXEC entry stamped
+// with the instant the script ran at (routeScript). No follower runs a
+// script: one that never ends stops only the leader's proposals, and
+// SCRIPT KILL ends it whatever it wrote, for nothing of it is committed.
+// EVAL_RO runs on the leader like every read.
 
 // defaultBusyThreshold is Redis's busy-reply-threshold.
 const defaultBusyThreshold = 5000 * time.Millisecond
@@ -68,6 +73,7 @@ type scriptRun struct {
 	cancel  context.CancelFunc
 	wrote   atomic.Bool // it ran a write: SCRIPT KILL refuses then
 	applied bool        // it is an entry of the cluster's log: never killed
+	effects bool        // run for its effects on a cluster's leader: its writes are thrown away, so SCRIPT KILL may always end it
 }
 
 func (s *scripts) init() {
@@ -268,17 +274,26 @@ func (c *conn) runScript(store *kv.Store, sc *script.Script, keys, argv [][]byte
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := &scriptRun{conn: c, start: time.Now(), done: make(chan struct{}), cancel: cancel, applied: c.applyingEntry()}
+	r := &scriptRun{conn: c, start: time.Now(), done: make(chan struct{}), cancel: cancel, applied: c.applyingEntry(), effects: c.effects != nil}
 	s.running.Store(r)
 	defer func() {
 		s.running.Store(nil)
 		close(r.done)
 	}()
+	var effectsBefore int
+	if c.effects != nil {
+		effectsBefore = len(c.effects.cmds)
+	}
 	now := store.NowMs()
 	caller := &scriptCaller{c: c, run: r, readOnly: readOnly, nowMs: now}
 	reply := s.engine.Run(ctx, sc, keys, argv, caller, now)
 	if ctx.Err() != nil && c.srv.closing.Load() && !c.applyingEntry() {
 		panic(scriptAborted{})
+	}
+	if e := c.effects; e != nil && ctx.Err() != nil {
+		// SCRIPT KILL: nothing of it was written, and nothing of it
+		// replicates.
+		e.cmds = e.cmds[:effectsBefore]
 	}
 	c.writeScriptReply(reply)
 }
@@ -352,8 +367,8 @@ func (sc *scriptCaller) resolve(args [][]byte) (*command, string) {
 		return nil, "This Redis command is not allowed from script"
 	}
 	if sc.c.srv.cluster != nil && cmd.Flags&flagNodeAnswer != 0 {
-		// Every node runs the script: an answer of its own would lead
-		// the nodes' keyspaces apart.
+		// The leader's answer would decide writes the followers apply
+		// (RANDOMKEY then DEL): kept refused, as before effects.
 		return nil, "This Redis command is not allowed from script in a cluster: its answer differs from node to node"
 	}
 	return cmd, ""
@@ -372,7 +387,7 @@ func (sc *scriptCaller) Permitted(args [][]byte) (allowed, known bool) {
 	return sc.c.role >= cmd.Role, true
 }
 
-func (sc *scriptCaller) Call(args [][]byte, resp int) script.Reply {
+func (sc *scriptCaller) Call(args [][]byte, resp int) (r script.Reply) {
 	c := sc.c
 	cmd, why := sc.resolve(args)
 	switch {
@@ -385,6 +400,10 @@ func (sc *scriptCaller) Call(args [][]byte, resp int) script.Reply {
 	}
 	if cmd.writes() {
 		sc.run.wrote.Store(true)
+	}
+	if e := c.effects; e != nil && cmd.replicated() {
+		// Recorded once it has run: SPOP's members are known then.
+		defer func() { e.record(cmd, args, r) }()
 	}
 	if cmd.Name == "time" {
 		// The script's instant, the same on every node of a cluster.
@@ -541,7 +560,7 @@ func cmdScriptKill(c *conn, args [][]byte) {
 		c.out.Error("NOTBUSY", "No scripts in execution right now.")
 	case r.applied:
 		c.out.Error("UNKILLABLE", "The busy script was sent by a master instance in the context of replication and cannot be killed.")
-	case r.wrote.Load():
+	case r.wrote.Load() && !r.effects:
 		c.out.Error("UNKILLABLE", "Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 	default:
 		r.cancel()
@@ -573,20 +592,141 @@ func (s *scripts) setThreshold(val []byte) (apply func(), why string) {
 }
 
 // routeScript is route's case for EVAL and EVALSHA on a cluster's leader
-// (SPEC §13, LOCK-18): the script goes through the log as EVAL with its
-// body, so every node runs the same script at the same instant. EVAL_RO
-// and EVALSHA_RO read, and route gives them the leader's read barrier as
-// any read.
+// (SPEC §13, LOCK-18): the script runs here, once, for its effects
+// (runForEffects), inside Propose's check, and what it wrote goes through
+// the log as one transaction: every node applies the same writes
+// atomically, and the client is answered the script's reply from this
+// run. A script that wrote nothing (it read, failed first, or SCRIPT KILL
+// ended it) proposes nothing; its reply stands once a read barrier
+// confirms this node still led. EVAL_RO and EVALSHA_RO read, and route
+// gives them the leader's read barrier as any read.
 func (c *conn) routeScript(args [][]byte) {
-	if _, _, ok := c.evalKeys(args); !ok {
+	keys, argv, ok := c.evalKeys(args)
+	if !ok {
 		return
 	}
 	sc := c.script(args[1], strings.EqualFold(string(args[0]), "evalsha"))
 	if sc == nil {
 		return
 	}
-	entry := make([][]byte, len(args))
-	copy(entry, args)
-	entry[0], entry[1] = []byte("eval"), []byte(sc.Body)
-	c.propose(cluster.Entry{Cmds: [][][]byte{entry}}, nil)
+	mark := c.out.Len()
+	var ran bool
+	decide := func(e *cluster.Entry) (bool, error) {
+		ran = true
+		cmds, nowMs, err := c.runForEffects(sc, keys, argv, sc.Flags().NoWrites)
+		if err != nil || len(cmds) == 0 {
+			return false, err
+		}
+		e.Cmds, e.NowMs = cmds, nowMs
+		return true, nil
+	}
+	r, err := c.srv.cluster.Propose(c.context(), c.entry(cluster.Entry{Exec: true, Proto: 2}), decide)
+	if err == nil && r == nil && ran {
+		err = c.srv.cluster.ReadBarrier(c.context()) // it only read: was this still the leader?
+	}
+	if err != nil {
+		c.out.truncate(mark)
+		c.clusterError(nil, args, err)
+	}
+}
+
+// scriptEffects is what a script run for its effects wrote, in order, as
+// the commands that redo it, and the instant it ran at.
+type scriptEffects struct {
+	cmds  [][][]byte
+	nowMs int64
+}
+
+// record adds a write a script's redis.call ran, given its reply: as it
+// was called, or, when its row's outcome is drawn at random, as the row
+// says it is redone.
+func (e *scriptEffects) record(cmd *command, args [][]byte, reply script.Reply) {
+	if cmd.drawn != nil {
+		e.cmds = append(e.cmds, cmd.drawn(args, reply)...)
+		return
+	}
+	q := make([][]byte, len(args))
+	for i, a := range args {
+		q[i] = append([]byte(nil), a...)
+	}
+	e.cmds = append(e.cmds, q)
+}
+
+// effectsDiscarded unwinds a transaction run for its effects without its
+// commit.
+type effectsDiscarded struct{}
+
+// runForEffects runs sc on the leader's store for its effects (see
+// effects), answers its reply, and returns the writes it made and the
+// instant it ran at: none when SCRIPT KILL or the shutdown stopped it.
+func (c *conn) runForEffects(sc *script.Script, keys, argv [][]byte, readOnly bool) (cmds [][][]byte, nowMs int64, err error) {
+	_, cmds, nowMs, err = c.effectsOf(nil, func(tx *kv.Store) { c.runScript(tx, sc, keys, argv, readOnly) })
+	return cmds, nowMs, err
+}
+
+// effectsOf runs fn in a transaction on the leader's store that is then
+// thrown away, recording the writes fn's commands make (scriptCaller.Call,
+// proposeExec), and returns them with the instant they ran at. fn's
+// writes are visible to its own later reads, and to nobody else: other
+// clients wait for it or are answered -BUSY (scriptBusy), as on a single
+// server. With w not nil and broken, fn does not run (ran false).
+func (c *conn) effectsOf(w *kv.Watch, fn func(tx *kv.Store)) (ran bool, cmds [][][]byte, nowMs int64, err error) {
+	mark := c.out.Len()
+	var aborted bool
+	func() {
+		defer func() {
+			switch p := recover(); p.(type) {
+			case nil:
+			case effectsDiscarded:
+				ran = true
+			case scriptAborted:
+				aborted = true
+			default:
+				panic(p)
+			}
+		}()
+		_, err = c.srv.store.Tx(w, func(tx *kv.Store) {
+			c.store, c.effects = tx, &scriptEffects{nowMs: tx.NowMs()}
+			defer func() { c.store = c.srv.store }()
+			fn(tx)
+			panic(effectsDiscarded{})
+		})
+	}()
+	e := c.effects
+	c.effects = nil
+	c.readyKeys = nil // what it pushed was thrown away: nobody is woken by it
+	switch {
+	case aborted:
+		c.out.truncate(mark)
+		c.out.Err("Script killed by a server shutdown: nothing of it was written")
+		return true, nil, 0, nil
+	case err != nil || !ran:
+		c.out.truncate(mark)
+		return false, nil, 0, err
+	}
+	return true, e.cmds, e.nowMs, nil
+}
+
+// spopEffect is SPOP's effect in a script (the row's drawn): SREM of the
+// members it popped, as Redis replicates it; nothing when it popped none.
+func spopEffect(args [][]byte, reply script.Reply) [][][]byte {
+	members := []script.Reply{reply}
+	if reply.Kind == script.Array || reply.Kind == script.Set {
+		members = reply.Elems
+	}
+	q := [][]byte{[]byte("srem"), append([]byte(nil), args[1]...)}
+	for _, m := range members {
+		if m.Kind == script.Bulk {
+			q = append(q, []byte(m.Str))
+		}
+	}
+	if len(q) == 2 {
+		return nil
+	}
+	return [][][]byte{q}
+}
+
+// drawnAs sets a row's drawn (see command).
+func drawnAs(f func(args [][]byte, reply script.Reply) [][][]byte) func(*command) {
+	return func(c *command) { c.drawn = f }
 }

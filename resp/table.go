@@ -3,6 +3,8 @@ package resp
 import (
 	"slices"
 	"strings"
+
+	"github.com/tenure-db/tenure/script"
 )
 
 // Role is what a connection is admitted to do (SPEC §5). Each role allows
@@ -133,6 +135,10 @@ type command struct {
 	// FirstKey, LastKey and Step locate key arguments, for COMMAND INFO.
 	FirstKey, LastKey, Step int
 	Handler                 func(c *conn, args [][]byte)
+	// drawn, when set, is what a script's call of a write whose outcome
+	// is drawn at random replicates in a cluster instead of the call, given
+	// its reply there: SPOP as SREM of what it popped (scripting.go).
+	drawn func(args [][]byte, reply script.Reply) [][][]byte
 	// Subcommands, when set, dispatch on args[1] (CLIENT, CONFIG, COMMAND).
 	Subcommands map[string]*command
 	Summary     string
@@ -429,7 +435,7 @@ func commandTable() map[string]*command {
 		docs("6.2.0", "O(N) where N is the number of elements being checked for membership", argKey("key"), many))
 	add("scard", 2, RoleRead, effRead|effBatch, FlagFast, cmdSCard, "Returns the number of members in a set.", k1,
 		docs("1.0.0", "O(1)", argKey("key")))
-	add("spop", -2, RoleWrite, effWrite, FlagFast, cmdSPop, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", k1,
+	add("spop", -2, RoleWrite, effWrite, FlagFast, cmdSPop, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", k1, drawnAs(spopEffect),
 		docs("1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count.", argKey("key"), arg{Name: "count", Type: "integer", Optional: true}))
 	add("srandmember", -2, RoleRead, effRead, 0, cmdSRandMember, "Get one or multiple random members from a set", k1,
 		docs("1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count.", argKey("key"), arg{Name: "count", Type: "integer", Optional: true}))
