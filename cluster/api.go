@@ -22,13 +22,15 @@ import (
 // Applier applies the commands entries of the log (see Entry) to this
 // node's keyspace.
 type Applier interface {
-	// Apply runs e's commands on the keyspace as one transaction at the
-	// instant e.NowMs (the leader's clock when it proposed e, so that
-	// every node judges expiry alike), with index recorded as applied in
-	// the same batch (kv.Store.ApplyAt). Raft calls it in log order, on
-	// every node; what it returns on the node that proposed e is what
-	// Propose returns there. An error is the keyspace's, not a command's.
-	Apply(index uint64, e Entry) (any, error)
+	// Apply runs the commands of es, in order, on the keyspace as one
+	// transaction at the instant es[0].NowMs (every entry of es has it:
+	// the leader's clock when it proposed them, so that every node judges
+	// expiry alike), with index recorded as applied in the same batch
+	// (kv.Store.ApplyAt). Raft calls it in log order, on every node; what
+	// it returns for each entry of es on the node that proposed them is
+	// what Propose returns there for that entry. An error is the
+	// keyspace's, not a command's.
+	Apply(index uint64, es []Entry) ([]any, error)
 }
 
 // Locks is the lock module as leadership drives it (LOCK-14): paused, with
@@ -105,33 +107,26 @@ func (n *Node) Propose(ctx context.Context, e Entry, check func(e *Entry) (bool,
 	if n.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
-	data := encodeCommands(e)
-	n.proposeMu.Lock()
-	if check != nil {
-		if err := n.raft.Barrier(applyTimeout).Error(); err != nil {
-			n.proposeMu.Unlock()
-			return nil, proposeError(err)
-		}
-		ok, err := check(&e)
-		if err != nil || !ok {
-			n.proposeMu.Unlock()
-			return nil, err
-		}
-		data = encodeCommands(e)
+	if check == nil {
+		return n.proposeGrouped(e)
 	}
+	n.proposeMu.Lock()
+	if err := n.raft.Barrier(applyTimeout).Error(); err != nil {
+		n.proposeMu.Unlock()
+		return nil, proposeError(err)
+	}
+	ok, err := check(&e)
+	if err != nil || !ok {
+		n.proposeMu.Unlock()
+		return nil, err
+	}
+	data := encodeCommands(e) // what check left in e
 	f := n.raft.Apply(data, applyTimeout)
 	n.proposeMu.Unlock()
 	if err := f.Error(); err != nil {
 		return nil, proposeError(err)
 	}
-	switch r := f.Response().(type) {
-	case error:
-		return nil, r
-	case nil:
-		return nil, errors.New("entry skipped as applied before")
-	default:
-		return r, nil
-	}
+	return applyResult(f.Response())
 }
 
 // proposeError tells a write that never reached the log (this node does

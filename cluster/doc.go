@@ -31,8 +31,9 @@
 //
 //	api.go        the seam: Applier, Locks, Status, ErrNotLeader; Propose, ReadBarrier, Status, Meet, Forget
 //	node.go       Config, Open, Start, Close; leadership, the epoch entry, expiry sweeps
-//	entry.go      the log's entries: Entry (commands), epochs, sweeps, and their encoding
-//	fsm.go        Raft's FSM: entries applied in order, snapshots, restore
+//	entry.go      the log's entries: Entry (commands), groups of them, epochs, sweeps, and their encoding
+//	fsm.go        Raft's FSM (a BatchingFSM): entries applied in order, one settle a batch, snapshots, restore
+//	group.go      group commit: the proposals that wait while groups are in flight go as one entry
 //	lease.go      the leader's lease on granting (LOCK-14)
 //	logstore.go   the log and stable store (raft-wal)
 //	peers.go      --peers, and the node identity a data directory remembers

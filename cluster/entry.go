@@ -23,14 +23,16 @@ const (
 	kindCommands byte = 1 // one command, or a transaction's queue: Entry
 	kindEpoch    byte = 2 // the next epoch (LOCK-14)
 	kindSweep    byte = 3 // delete up to n keys expired at the entry's instant
+	kindGroup    byte = 4 // the Entries of several proposals, applied as one transaction
 )
 
 // entry is an entry decoded.
 type entry struct {
 	kind  byte
 	nowMs int64
-	cmd   Entry // kindCommands
-	limit int   // kindSweep
+	cmd   Entry   // kindCommands
+	group []Entry // kindGroup
+	limit int     // kindSweep
 }
 
 var errBadEntry = errors.New("cluster: malformed log entry")
@@ -38,6 +40,23 @@ var errBadEntry = errors.New("cluster: malformed log entry")
 func encodeCommands(e Entry) []byte {
 	b := []byte{kindCommands}
 	b = binary.AppendVarint(b, e.NowMs)
+	return appendCommands(b, e)
+}
+
+// encodeGroup is the entry of several proposals (group.go), each applied
+// at nowMs, the instant the group was proposed.
+func encodeGroup(nowMs int64, es []Entry) []byte {
+	b := []byte{kindGroup}
+	b = binary.AppendVarint(b, nowMs)
+	b = binary.AppendUvarint(b, uint64(len(es)))
+	for _, e := range es {
+		b = appendCommands(b, e)
+	}
+	return b
+}
+
+// appendCommands appends what follows a commands entry's instant.
+func appendCommands(b []byte, e Entry) []byte {
 	flags := byte(e.Proto)
 	if e.Exec {
 		flags |= 0x80
@@ -70,19 +89,15 @@ func decodeEntry(b []byte) (entry, error) {
 	e.nowMs = d.varint()
 	switch e.kind {
 	case kindCommands:
-		flags := d.byte()
-		e.cmd = Entry{NowMs: e.nowMs, Proto: int(flags & 0x7f), Exec: flags&0x80 != 0}
+		e.cmd = d.commands(e.nowMs)
+	case kindGroup:
 		n := d.uvarint()
+		if n == 0 || n > uint64(len(d.b)) {
+			return entry{}, errBadEntry
+		}
+		e.group = make([]Entry, 0, n)
 		for i := uint64(0); i < n && d.ok(); i++ {
-			argc := d.uvarint()
-			if argc == 0 || argc > uint64(len(d.b)) {
-				return entry{}, errBadEntry
-			}
-			args := make([][]byte, argc)
-			for j := range args {
-				args[j] = d.bytes(d.uvarint())
-			}
-			e.cmd.Cmds = append(e.cmd.Cmds, args)
+			e.group = append(e.group, d.commands(e.nowMs))
 		}
 	case kindEpoch:
 	case kindSweep:
@@ -94,6 +109,26 @@ func decodeEntry(b []byte) (entry, error) {
 		return entry{}, errBadEntry
 	}
 	return e, nil
+}
+
+// commands decodes what appendCommands appended.
+func (d *decoder) commands(nowMs int64) Entry {
+	flags := d.byte()
+	e := Entry{NowMs: nowMs, Proto: int(flags & 0x7f), Exec: flags&0x80 != 0}
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.ok(); i++ {
+		argc := d.uvarint()
+		if argc == 0 || argc > uint64(len(d.b)) {
+			d.bad = true
+			return Entry{}
+		}
+		args := make([][]byte, argc)
+		for j := range args {
+			args[j] = d.bytes(d.uvarint())
+		}
+		e.Cmds = append(e.Cmds, args)
+	}
+	return e
 }
 
 type decoder struct {

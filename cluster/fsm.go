@@ -47,11 +47,43 @@ func newFSM(store *kv.Store) (*fsm, error) {
 // epochApplied is an epoch entry's result.
 type epochApplied struct{ epoch uint64 }
 
-func (f *fsm) Apply(l *raft.Log) any {
-	if l.Type != raft.LogCommand || l.Index <= f.skipTo {
-		return nil
+var _ raft.BatchingFSM = (*fsm)(nil)
+
+// Apply applies one entry (Raft calls ApplyBatch instead).
+func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies the entries Raft committed together, in log order,
+// and settles the keyspace once for all of them (kv.Store.Settle): the
+// proposals of every connection that Raft took in one turn (BatchApplyCh)
+// share a WAL write here as they share the log's fsync. Raft releases the
+// proposers' replies when it returns.
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	var last uint64
+	for i, l := range logs {
+		if l.Type != raft.LogCommand || l.Index <= f.skipTo {
+			continue
+		}
+		out[i] = f.apply(l)
+		last = l.Index
 	}
-	defer f.done(l.Index)
+	if last == 0 {
+		return out
+	}
+	if err := f.store.Settle(); err != nil {
+		for i, r := range out {
+			if _, failed := r.(error); !failed && logs[i].Index > f.skipTo && logs[i].Type == raft.LogCommand {
+				out[i] = err
+			}
+		}
+	}
+	f.done(last)
+	return out
+}
+
+// apply applies one commands, epoch or sweep entry, settled by the
+// caller.
+func (f *fsm) apply(l *raft.Log) any {
 	e, err := decodeEntry(l.Data)
 	if err != nil {
 		return fmt.Errorf("entry %d: %w", l.Index, err)
@@ -70,13 +102,22 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return err
 		}
 		return n
+	case kindGroup:
+		rs, err := f.app.Apply(l.Index, e.group)
+		if err != nil {
+			return err
+		}
+		return groupApplied(rs)
 	}
-	r, err := f.app.Apply(l.Index, e.cmd)
+	rs, err := f.app.Apply(l.Index, []Entry{e.cmd})
 	if err != nil {
 		return err
 	}
-	return r
+	return rs[0]
 }
+
+// groupApplied is a group entry's result: one for each of its proposals.
+type groupApplied []any
 
 // done marks index applied and wakes those waiting on it.
 func (f *fsm) done(index uint64) {

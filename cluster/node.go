@@ -66,6 +66,9 @@ type Node struct {
 
 	proposeMu sync.Mutex // orders a WATCHed EXEC's check against other proposals
 
+	groupMu sync.Mutex // guards group
+	group   grouper    // the proposals waiting to go as one entry (group.go)
+
 	termMu sync.Mutex
 	term   uint64      // counts leadership changes seen, so that a stale epoch entry is not used
 	ready  atomic.Bool // leading, with this term's epoch applied

@@ -193,6 +193,9 @@ func (s *Store) Keys(pattern []byte) ([][]byte, error) {
 	}
 	if !bytes.ContainsAny(pattern, `*?[\`) {
 		live, _, err := s.peek(pattern, s.nowMs())
+		if err == nil {
+			err = s.settleRead()
+		}
 		if err != nil || !live {
 			return [][]byte{}, wrap("keys", err)
 		}
@@ -205,6 +208,9 @@ func (s *Store) Keys(pattern []byte) ([][]byte, error) {
 			keys = append(keys, clone(key))
 		}
 	})
+	if err == nil {
+		err = s.settleRead()
+	}
 	if err != nil {
 		return nil, wrap("keys", err)
 	}
@@ -241,6 +247,9 @@ func (s *Store) Scan(cursor uint64, match []byte, count int, typ string) (uint64
 			keys = append(keys, clone(key))
 		}
 	})
+	if err == nil {
+		err = s.settleRead()
+	}
 	if err != nil {
 		return 0, nil, wrap("scan", err)
 	}
@@ -440,6 +449,9 @@ func (s *Store) RandomKey() (key []byte, ok bool, err error) {
 		if err := s.walkUntil(0, take); err != nil {
 			return nil, false, wrap("randomkey", err)
 		}
+	}
+	if err := s.settleRead(); err != nil {
+		return nil, false, wrap("randomkey", err)
 	}
 	return key, ok, nil
 }

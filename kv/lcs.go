@@ -39,6 +39,9 @@ func (s *Store) LCS(key1, key2 []byte, idx bool, minMatchLen int64) (LCSResult, 
 		return LCSResult{}, wrap("lcs", err)
 	}
 	b, err := s.snapshotValue(snap, key2)
+	if err == nil {
+		err = s.settleRead()
+	}
 	if err != nil {
 		return LCSResult{}, wrap("lcs", err)
 	}

@@ -29,6 +29,12 @@ type applyAt struct {
 // nowMs, as Tx runs it, and records index as the applied index in the
 // same batch; with bumpEpoch it also adds 1 to the epoch there and
 // returns the new epoch (0 otherwise). All of it commits, or none.
+//
+// It commits without waiting for the WAL (Settle does): the log the
+// entry came from is the durable copy, on a majority's disk before the
+// entry is applied, and a copy reopened behind it applies again what its
+// keyspace lost (the index recorded tells it where to start). So a batch
+// of entries shares one Settle, where each settled on its own before.
 func (s *Store) ApplyAt(index uint64, nowMs int64, bumpEpoch bool, fn func(tx *Store)) (epoch uint64, err error) {
 	if s.tx != nil {
 		return 0, errNestedTx
@@ -62,11 +68,7 @@ func (s *Store) ApplyAt(index uint64, nowMs int64, bumpEpoch bool, fn func(tx *S
 		binary.BigEndian.PutUint64(buf[:], epoch)
 		return b.Set(metaEpoch, buf[:], nil)
 	}}
-	_, _, err = s.runTx(nil, at, fn)
-	if err == nil {
-		err = s.settle()
-	}
-	if err != nil {
+	if _, _, err = s.runTx(nil, at, fn); err != nil {
 		return 0, wrap("apply", err)
 	}
 	if bumpEpoch {
@@ -124,7 +126,21 @@ func (s *Store) SweepAt(index uint64, nowMs int64, limit int) (int, error) {
 	if err := s.commitCommand(b); err != nil {
 		return 0, wrap("sweep", err)
 	}
-	return n, s.settle()
+	return n, nil // the caller settles, as after ApplyAt
+}
+
+// Settle waits until what ApplyAt and SweepAt committed before it is in
+// the operating system's hands (fsynced with FsyncAlways): a replicated
+// log's applier calls it once per batch of entries, so that the
+// keyspace's WAL is not left in Pebble's buffer.
+func (s *Store) Settle() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := s.settle(); err != nil {
+		return wrap("apply", err)
+	}
+	return nil
 }
 
 // Due reports whether a key is expired at nowMs and not yet deleted: the

@@ -108,7 +108,7 @@ func (s *Store) sweepKey(ek []byte, now int64) error {
 		} else {
 			_ = c.batch().Delete(ek, nil)
 		}
-		_, err = s.apply(&c)
+		err = s.applySwept(&c)
 		s.committed(&it, err)
 	}
 	it.st.Unlock()

@@ -112,3 +112,79 @@ func TestReadWaitsForTheWriteItSees(t *testing.T) {
 		})
 	}
 }
+
+// The review of issue 38: KEYS, SCAN, RANDOMKEY, DBSIZE and LCS read as
+// GET does (LOCK-12, SPEC §6): none answers a key, or a count, that a
+// write still waiting for its WAL write put there. While the SET's write
+// is held, each either answers what was before it or waits; once the
+// write is let go, it answers the new key.
+func TestWholeKeyspaceReadsWaitForTheWriteTheySee(t *testing.T) {
+	reads := map[string]func(s *Store) (sawNew bool, err error){
+		"KEYS": func(s *Store) (bool, error) {
+			keys, err := s.Keys([]byte("*"))
+			return len(keys) == 2, err
+		},
+		"KEYS one": func(s *Store) (bool, error) {
+			keys, err := s.Keys([]byte("new"))
+			return len(keys) == 1, err
+		},
+		"SCAN": func(s *Store) (bool, error) {
+			_, keys, err := s.Scan(0, nil, 100, "")
+			return len(keys) == 2, err
+		},
+		"RANDOMKEY": func(s *Store) (bool, error) {
+			for range 50 {
+				k, _, err := s.RandomKey()
+				if err != nil || string(k) == "new" {
+					return err == nil, err
+				}
+			}
+			return false, nil
+		},
+		"DBSIZE": func(s *Store) (bool, error) {
+			n, err := s.DBSize()
+			return n == 2, err
+		},
+		"LCS": func(s *Store) (bool, error) {
+			r, err := s.LCS([]byte("old"), []byte("new"), false, 0)
+			return string(r.Seq) == "v", err
+		},
+	}
+	for name, read := range reads {
+		t.Run(name, func(t *testing.T) {
+			s, gate := openGated(t, FsyncAlways)
+			s.set(t, "old", "v")
+			gate.close()
+			wrote := make(chan error, 1)
+			go func() {
+				_, err := s.Set([]byte("new"), []byte("v"), SetOptions{})
+				wrote <- err
+			}()
+			waitHeld(t, gate)
+			type answer struct {
+				saw bool
+				err error
+			}
+			got := make(chan answer, 1)
+			go func() {
+				saw, err := read(s)
+				got <- answer{saw, err}
+			}()
+			select {
+			case a := <-got:
+				if a.saw || a.err != nil {
+					t.Fatalf("answered the new key (%v, %v) while the SET that wrote it was not in the WAL's hands", a.saw, a.err)
+				}
+				return // ordered before the SET: allowed
+			case <-time.After(200 * time.Millisecond):
+			}
+			gate.open()
+			if err := <-wrote; err != nil {
+				t.Fatal(err)
+			}
+			if a := <-got; a.err != nil || !a.saw {
+				t.Fatalf("after the SET's sync: saw the new key %v, %v; want true", a.saw, a.err)
+			}
+		})
+	}
+}

@@ -130,6 +130,21 @@ func (s *Store) apply(c *change) (wrote bool, err error) {
 	return c.writes > 0, nil
 }
 
+// applySwept is apply for the sweeper's deletes of expired keys, which
+// are not counted as unsettled (storage_readsettle.go): no writer waits
+// for them, and a read that saw one shows nothing a crash can take back,
+// as the key it deletes is expired whether or not the delete survives.
+func (s *Store) applySwept(c *change) error {
+	if c.b == nil {
+		return nil
+	}
+	if err := s.commit(c.b, pebble.NoSync); err != nil {
+		return err
+	}
+	s.count(c)
+	return nil
+}
+
 // count applies c's counter changes once its batch (or the transaction's
 // batch that holds it) has committed.
 func (s *Store) count(c *change) {

@@ -332,7 +332,11 @@ func (s *Store) DBSize() (int64, error) {
 	if s.tx != nil {
 		return s.tx.dbSize(s), nil
 	}
-	return s.keys.Load(), nil
+	n := s.keys.Load()
+	if err := s.settleRead(); err != nil {
+		return 0, wrap("dbsize", err)
+	}
+	return n, nil
 }
 
 // FlushAll deletes every user key. The internal namespace (the epoch) stays.

@@ -24,38 +24,54 @@ type applied struct {
 	parts [][]byte
 }
 
-// Apply runs e on this server's keyspace as one transaction at e.NowMs,
-// recording index as applied in the same batch (kv.Store.ApplyAt): kv
-// judges expiry at that instant, and a relative expiry (EXPIRE k 10, SET
-// … EX 10) counts from it (conn.nowMs), so every node sets the same
-// deadline however late it applies the entry. A
+// Apply runs es on this server's keyspace as one transaction at
+// es[0].NowMs, recording index as applied in the same batch
+// (kv.Store.ApplyAt): kv judges expiry at that instant, and a relative
+// expiry (EXPIRE k 10, SET … EX 10) counts from it (conn.nowMs), so every
+// node sets the same deadline however late it applies the entry. Each
+// entry of es is one proposal (a group of them shares the log's entry:
+// cluster's group.go), answered apart, in its own protocol. A
 // transaction's queue (e.Exec) runs as EXEC runs it; one command whose
-// handler panics ends the entry there, as it ends a connection.
-func (s *Server) Apply(index uint64, e cluster.Entry) (any, error) {
-	c := s.caller("raft-log", RoleAdmin, e.Proto)
-	c.entryNowMs = e.NowMs
-	var parts [][]byte
-	_, err := s.store.ApplyAt(index, e.NowMs, false, func(tx *kv.Store) {
-		c.store = tx
-		if e.Exec {
-			c.tx.executing = true
-			c.out.Array(len(e.Cmds))
-		}
-		for _, q := range e.Cmds {
-			mark := c.out.Len()
-			ok := c.call(q)
-			parts = append(parts, c.out.b[mark:])
-			if !ok {
-				break
+// handler panics ends its entry there, as it ends a connection.
+func (s *Server) Apply(index uint64, es []cluster.Entry) ([]any, error) {
+	out := make([]any, len(es))
+	callers := make([]*conn, len(es))
+	_, err := s.store.ApplyAt(index, es[0].NowMs, false, func(tx *kv.Store) {
+		for i, e := range es {
+			c := s.caller("raft-log", RoleAdmin, e.Proto)
+			callers[i] = c
+			c.entryNowMs = e.NowMs
+			c.store = tx
+			var parts [][]byte
+			if e.Exec {
+				c.tx.executing = true
+				c.out.Array(len(e.Cmds))
 			}
+			for _, q := range e.Cmds {
+				mark := c.out.Len()
+				ok := c.call(q)
+				parts = append(parts, c.out.b[mark:])
+				if !ok {
+					break
+				}
+			}
+			out[i] = applied{b: c.out.b, v: c.out.v, parts: parts}
 		}
 	})
-	c.store = s.store
+	for _, c := range callers {
+		if c != nil {
+			c.store = s.store
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	c.serveReady() // blocking.go: wake the leader's clients blocked on what it pushed
-	return applied{b: c.out.b, v: c.out.v, parts: parts}, nil
+	for _, c := range callers {
+		if c != nil {
+			c.serveReady() // blocking.go: wake the leader's clients blocked on what it pushed
+		}
+	}
+	return out, nil
 }
 
 // caller is a conn of no socket on which rows run by call (dispatch.go),
