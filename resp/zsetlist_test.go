@@ -503,7 +503,11 @@ func TestBlockingPopWokenByAnyWrite(t *testing.T) {
 }
 
 // TestBlockingPopDoesNotBlockInMultiOrScript (SPEC §13): inside MULTI or
-// a script a blocking pop answers at once, as its timeout would.
+// a script a blocking pop answers at once, as its timeout would; in a
+// script BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BZPOPMIN and BZPOPMAX are
+// refused instead, as Redis 7.0 flags them noscript (its unit/scripting
+// "Scripts can't run blpop command"), and BLMPOP and BZMPOP, which it does
+// not, answer at once.
 func TestBlockingPopDoesNotBlockInMultiOrScript(t *testing.T) {
 	s := start(t)
 	c := resp2Client(t, s)
@@ -516,10 +520,17 @@ func TestBlockingPopDoesNotBlockInMultiOrScript(t *testing.T) {
 		{"BZPOPMIN nokey 0", "QUEUED"},
 		{"BLMPOP 0 1 nokey LEFT", "QUEUED"},
 		{"EXEC", []any{nil, nil, nil, nil}},
-		{"EVAL \"return redis.call('BLPOP', KEYS[1], 0)\" 1 nokey", nil},
+		{"EVAL \"return redis.call('BLMPOP', 0, 1, KEYS[1], 'LEFT')\" 1 nokey", nil},
 		{"RPUSH k a", 1},
-		{"EVAL \"return redis.call('BLPOP', KEYS[1], 0)\" 1 k", []any{"k", "a"}},
+		{"EVAL \"return redis.call('BLMPOP', 0, 1, KEYS[1], 'LEFT')\" 1 k", []any{"k", []any{"a"}}},
 	})
+	for _, pop := range []string{"'BLPOP', KEYS[1], 0", "'BRPOP', KEYS[1], 0", "'BLMOVE', KEYS[1], 'd', 'LEFT', 'LEFT', 0",
+		"'BRPOPLPUSH', KEYS[1], 'd', 0", "'BZPOPMIN', KEYS[1], 0", "'BZPOPMAX', KEYS[1], 0"} {
+		err := c.Do(context.Background(), "EVAL", "return redis.pcall("+pop+")", 1, "nokey").Err()
+		if err == nil || !strings.Contains(err.Error(), "not allowed from script") {
+			t.Errorf("EVAL of %s: %v, want not allowed from script", pop, err)
+		}
+	}
 }
 
 // TestBlockedClientGoneLeavesNoGhost: a blocked client that closes its
