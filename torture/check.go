@@ -40,6 +40,8 @@ type Report struct {
 	FIFOByLock                       map[string]int // … the intervals by lock: the semaphores' and read-write keys' apart
 	// (f) lock events: heard, sessions, and grants checked to be among them
 	LockEvents, LockEventSessions, LockEventsChecked int
+	// (g) observers: how many, leaders they yielded, of them none
+	Observers, Observed, ObservedNone int
 
 	// Cluster is the number of nodes of the cluster the run was of, 0
 	// for one server; Epochs how many epochs granted.
@@ -323,6 +325,10 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 	// (f) Lock events on pub/sub, in order, every grant among them
 	// (lockevents.go).
 	checkLockEvents(r, events, violate)
+
+	// (g) Observers' leaders: fences never go back, every leader a real
+	// holder (observer.go).
+	checkObservers(r, events, violate)
 	return r
 }
 
@@ -552,6 +558,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "(f) lock events: %d heard in %d subscriber sessions; %d grants checked to be among them, in fence order\n",
 			r.LockEvents, r.LockEventSessions, r.LockEventsChecked)
 	}
+	fmt.Fprintf(w, "(g) observers: %d (Observe of the SDK) yielded %d leaders (%d of them none), fences never back, every leader a holder granted before\n",
+		r.Observers, r.Observed, r.ObservedNone)
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  %s\n", v)

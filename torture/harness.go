@@ -191,6 +191,16 @@ func Run(cfg Config) (*Report, error) {
 	// Hash and set clients besides (collections.go), one per two lock
 	// clients.
 	closers = append(closers, runCollectionClients(ctx, &wg, addrs, max(1, cfg.Goroutines/2), cfg.Seed+7777)...)
+	// (g): observers of the mutex keys beside the holders, one per key
+	// and a second on the first (observer.go); the child processes run
+	// one each besides, which the nemesis freezes.
+	for i, key := range append(slices.Clone(h.keys.Mutex), h.keys.Mutex[0]) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runObserver(ctx, fmt.Sprintf("o%d", i), addrs, h.nodeAddrs, key, cfg.TTL, h.history.Add)
+		}()
+	}
 	if cfg.Cluster == 0 {
 		// (f): a subscriber of lock events beside the holders.
 		wg.Add(1)
