@@ -227,7 +227,7 @@ func tracked(args []string) bool {
 	case "get", "set":
 		return strings.HasPrefix(args[1], counterKey(""))
 	}
-	return collTracked(args) // hashes and sets: collections.go
+	return collTracked(args) || queueTracked(args) // hashes, sets, sorted sets: collections.go; lists: queue.go
 }
 
 // answered records a request the server answered at got (whether or not the
