@@ -40,8 +40,9 @@ type Report struct {
 	FIFOByLock                       map[string]int // … the intervals by lock: the semaphores' and read-write keys' apart
 	// (f) lock events: heard, sessions, and grants checked to be among them
 	LockEvents, LockEventSessions, LockEventsChecked int
-	// (g) observers: how many, leaders they yielded, of them none
-	Observers, Observed, ObservedNone int
+	// (g) observers: how many, leaders they yielded, of them none, and
+	// of them whose grant was never answered (a HOLD of their owner's was not)
+	Observers, Observed, ObservedNone, ObservedUnanswered int
 	// the queue (queue.go): LPUSHes, items acknowledged pushed, pops,
 	// items delivered, LMOVEs, items left at the end, acknowledged items
 	// missing, pops whose reply never came
@@ -566,8 +567,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "(f) lock events: %d heard in %d subscriber sessions; %d grants checked to be among them, in fence order\n",
 			r.LockEvents, r.LockEventSessions, r.LockEventsChecked)
 	}
-	fmt.Fprintf(w, "(g) observers: %d (Observe of the SDK) yielded %d leaders (%d of them none), fences never back, every leader a holder granted before\n",
-		r.Observers, r.Observed, r.ObservedNone)
+	fmt.Fprintf(w, "(g) observers: %d (Observe of the SDK) yielded %d leaders (%d of them none, %d of a HOLD never answered), fences never back, every leader a holder granted before\n",
+		r.Observers, r.Observed, r.ObservedNone, r.ObservedUnanswered)
 	fmt.Fprintf(w, "queue:      %d LPUSHes (%d acknowledged), %d pops delivered %d items, %d LMOVEs, %d items left; %d acknowledged items missing for %d pops not answered; none delivered twice\n",
 		r.QueuePushes, r.QueueAcked, r.QueuePops, r.QueueDelivered, r.QueueMoves, r.QueueLeft, r.QueueMissing, r.QueueLostPops)
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))

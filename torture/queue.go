@@ -62,7 +62,7 @@ func runQueueClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, pr
 	for i := range producers + consumers {
 		clients := make([]*redis.Client, len(addrs))
 		for j, a := range addrs {
-			// BRPOP waits up to half a second: the read timeout is past it.
+			// BRPOP waits up to a second: the read timeout is past it.
 			clients[j] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 		}
 		closers = append(closers, func() {
@@ -86,7 +86,7 @@ func runQueueClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, pr
 					pause = 4 * time.Millisecond // consumers keep up: the lists stay short
 					err = c.LPush(ctx, key, fmt.Sprintf("q%d.%d", i, n)).Err()
 				case op < 6:
-					err = c.BRPop(ctx, 500*time.Millisecond, queueKeys...).Err()
+					err = c.BRPop(ctx, time.Second, queueKeys...).Err()
 				case op < 9:
 					err = c.RPop(ctx, key).Err()
 				default:
