@@ -11,9 +11,10 @@ package main
 //     them) and the lists' final contents together;
 //   - an acknowledged push is never lost: its item was delivered or is in
 //     a list at the end, but for as many items as there were pops whose
-//     reply never came (the server may have popped and sent it into a cut
-//     connection: "possibly delivered"), each such pop sent after the
-//     item's push was;
+//     outcome is unknown (no reply, or an error that may follow a pop
+//     done: the server may have popped and sent it into a cut connection,
+//     "possibly delivered"), each such pop still running after the item's
+//     push was sent (a BRPOP blocked before the push takes it);
 //   - nothing is delivered that no LPUSH sent.
 //
 // An LPUSH whose reply never came may or may not have pushed: its item may
@@ -24,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -136,7 +138,7 @@ func checkQueue(r *Report, events []Event, violate func(string, ...any)) {
 	pushSent := map[string]int64{} // item -> its LPUSH's send
 	acked := map[string]bool{}     // item -> its LPUSH was answered
 	seen := map[string][]string{}  // item -> where it came out: a pop's reply, a final list
-	var lostPops []int64           // sends of pops not answered
+	var lostPops []int64           // ends of pops whose outcome is unknown (MaxInt64: never answered)
 	finals := 0
 	for _, e := range events {
 		switch {
@@ -172,8 +174,14 @@ func checkQueue(r *Report, events []Event, violate func(string, ...any)) {
 				case e.Result == "nil" || redirected:
 				default:
 					// Never answered, or answered with an error that may
-					// follow a pop done (a write not known committed).
-					lostPops = append(lostPops, e.Start)
+					// follow a pop done (a write not known committed): it
+					// may have taken any item pushed before it ended, a
+					// blocked BRPOP one pushed after it was sent.
+					end := e.End
+					if e.Result == "unknown" || end == 0 {
+						end = math.MaxInt64
+					}
+					lostPops = append(lostPops, end)
 				}
 			case "lmove":
 				r.QueueMoves++
@@ -192,8 +200,8 @@ func checkQueue(r *Report, events []Event, violate func(string, ...any)) {
 		}
 	}
 	// The acknowledged items missing, each to be explained by a distinct
-	// pop not answered, sent after its push (Hall's condition: the k-th
-	// latest push has k such pops after it).
+	// pop of unknown outcome that ended after its push was sent (Hall's
+	// condition: the k-th latest push has k such pops ending after it).
 	var missing []int64
 	for it := range acked {
 		if len(seen[it]) == 0 {
@@ -206,7 +214,7 @@ func checkQueue(r *Report, events []Event, violate func(string, ...any)) {
 	for k, sent := range missing {
 		i, _ := slices.BinarySearch(lostPops, sent+1)
 		if after := len(lostPops) - i; after < k+1 {
-			violate("queue: %d acknowledged pushes lost: neither delivered nor left in a list, and only %d pops whose reply never came were sent after the latest %d of them",
+			violate("queue: %d acknowledged pushes lost: neither delivered nor left in a list, and only %d pops of unknown outcome ended after the latest %d of them were sent",
 				len(missing), after, k+1)
 			break
 		}

@@ -56,8 +56,13 @@ func TestQueueHistory(t *testing.T) {
 			wire(9, 0, "unknown", "", "RPOP", "queue:0"),
 			final("queue:0"), final("queue:1", "c"),
 		}, "2 acknowledged pushes lost"},
-		{"a lost pop sent before the push explains nothing", []Event{
-			wire(0, 0, "unknown", "", "BRPOP", "queue:0", "queue:1", "0.5"),
+		{"a blocked BRPOP sent before the push, never answered, may have taken it", []Event{
+			wire(0, 0, "unknown", "", "BRPOP", "queue:0", "queue:1", "1"),
+			wire(7, 8, "ok", "a", "RPOP", "queue:0"),
+			final("queue:0", "b"),
+		}, ""},
+		{"a pop of unknown outcome that ended before the push explains nothing", []Event{
+			wire(0, 4, "error", "ERR cluster: leadership lost while the write was replicated: it may or may not be applied", "RPOP", "queue:1"),
 			wire(7, 8, "ok", "a", "RPOP", "queue:0"),
 			final("queue:0", "b"),
 		}, "1 acknowledged pushes lost"},
