@@ -76,6 +76,7 @@ func pop(c *conn, args [][]byte, left bool) {
 		elems, err = c.store.Pop(args[1], left, max(count, 1))
 		if len(elems) > 0 {
 			c.notify(notifyList, popEvent(left), args[1])
+			c.notifyEmptied(args[1])
 		}
 	}
 	switch {
@@ -164,6 +165,7 @@ func cmdLTrim(c *conn, args [][]byte) {
 		return
 	}
 	c.notify(notifyList, "ltrim", args[1])
+	c.notifyEmptied(args[1])
 	c.out.OK()
 }
 
@@ -202,6 +204,7 @@ func cmdLRem(c *conn, args [][]byte) {
 	}
 	if removed > 0 {
 		c.notify(notifyList, "lrem", args[1])
+		c.notifyEmptied(args[1])
 	}
 	c.out.Int(removed)
 }
@@ -293,8 +296,11 @@ func (c *conn) lmove(src, dst []byte, fromLeft, toLeft bool) (answered bool) {
 		return false
 	}
 	c.ready(dst)
-	c.notify(notifyList, popEvent(fromLeft), src)
+	// Redis tells of the push first, then of the pop, then "del" of a
+	// source emptied (t_list.c's lmoveGenericCommand).
 	c.notify(notifyList, pushEvent(toLeft), dst)
+	c.notify(notifyList, popEvent(fromLeft), src)
+	c.notifyEmptied(src)
 	c.out.Bulk(v)
 	return true
 }
@@ -334,6 +340,7 @@ func cmdLMPop(c *conn, args [][]byte) {
 		c.out.NullArray()
 	default:
 		c.notify(notifyList, popEvent(left), key)
+		c.notifyEmptied(key)
 		c.lmpopReply(key, elems)
 	}
 }
@@ -363,6 +370,7 @@ func bpop(c *conn, args [][]byte, left bool) {
 			key, elems, err := c.store.MPop(keys, left, 1)
 			return c.popped(err, key != nil, func() {
 				c.notify(notifyList, popEvent(left), key)
+				c.notifyEmptied(key)
 				c.out.Array(2)
 				c.out.Bulk(key)
 				c.out.Bulk(elems[0])
@@ -388,6 +396,7 @@ func cmdBLMPop(c *conn, args [][]byte) {
 			key, elems, err := c.store.MPop(keys, left, count)
 			return c.popped(err, key != nil, func() {
 				c.notify(notifyList, popEvent(left), key)
+				c.notifyEmptied(key)
 				c.lmpopReply(key, elems)
 			})
 		})

@@ -69,11 +69,20 @@ func cmdLockWatch(c *conn, args [][]byte) {
 		return // the client went away: nobody to answer
 	}
 	info, ok, err := w.Stop()
-	if err != nil {
+	switch {
+	case err != nil:
 		c.lockError(err)
-		return
+	case c.srv.cluster != nil && !c.srv.cluster.LocksReady():
+		// Woken while this node's lease on leadership ran out: no lease
+		// it vouches for, as a leader that steps down answers its
+		// watchers. What it would show may be a grant its holder is not
+		// told of (LOCK.HOLD answers it TRYAGAIN then, locks.go), in an
+		// epoch a newer leader may already have granted past (LOCK-14,
+		// LOCK-17): an observer would proclaim a leader that never led.
+		c.keyInfo(lockmod.KeyInfo{}, false)
+	default:
+		c.keyInfo(info, ok)
 	}
-	c.keyInfo(info, ok)
 }
 
 // watchSocket waits for the watcher's answer on a client's connection,

@@ -200,11 +200,7 @@ func cmdSDiffStore(c *conn, args [][]byte)  { setAlgebraStore(c, kv.SetDiff, arg
 // the notification of a result stored, as Redis's ("del" when an empty
 // result deleted dst).
 func setAlgebraStore(c *conn, op kv.SetOp, args [][]byte, event string) {
-	existed := false
-	if c.srv.notifying(notifyGeneric) {
-		n, _ := c.store.Exists(args[1:2])
-		existed = n > 0
-	}
+	existed := c.existsIfNotifying(args[1])
 	n, err := c.store.SetAlgebraStore(op, args[1], args[2:])
 	if err != nil {
 		c.storeError(err)
@@ -219,8 +215,23 @@ func setAlgebraStore(c *conn, op kv.SetOp, args [][]byte, event string) {
 	c.out.Int(n)
 }
 
+// existsIfNotifying says whether key exists, when a "del" would be told:
+// a STORE form tells "del" of its destination when an empty result
+// deleted what was there (Redis: SINTERSTORE, ZUNIONSTORE, ZRANGESTORE,
+// SORT … STORE, …).
+func (c *conn) existsIfNotifying(key []byte) bool {
+	if !c.srv.notifying(notifyGeneric) {
+		return false
+	}
+	n, err := c.store.Exists([][]byte{key})
+	return err == nil && n > 0
+}
+
 // notifyEmptied tells "del" of key when the write before emptied it, and
-// so deleted it (HDEL, SREM, SPOP, SMOVE's source), as Redis does.
+// so deleted it, as Redis does after the command's own event: HDEL, SREM,
+// SPOP, SMOVE's source; LPOP, RPOP, LMPOP, BLPOP, BRPOP, BLMPOP, LMOVE's
+// and BLMOVE's source, LTRIM, LREM; ZREM, ZREMRANGEBY*, ZPOPMIN/MAX, ZMPOP
+// and their blocking forms.
 func (c *conn) notifyEmptied(key []byte) {
 	if !c.srv.notifying(notifyGeneric) {
 		return

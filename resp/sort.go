@@ -172,14 +172,18 @@ func sortCommand(c *conn, args [][]byte, readOnly bool) {
 				out[i] = []byte{}
 			}
 		}
+		existed := c.existsIfNotifying(store)
 		m, err := c.store.ListStore(store, out)
 		if err != nil {
 			c.storeError(err)
 			return
 		}
-		if m > 0 {
+		switch {
+		case m > 0:
 			c.ready(store)
 			c.notify(notifyList, "sortstore", store)
+		case existed:
+			c.notify(notifyGeneric, "del", store)
 		}
 		c.out.Int(m)
 		return

@@ -261,6 +261,7 @@ func cmdZRem(c *conn, args [][]byte) {
 	}
 	if n > 0 {
 		c.notify(notifyZset, "zrem", args[1])
+		c.notifyEmptied(args[1])
 	}
 	c.out.Int(n)
 }
@@ -379,14 +380,18 @@ func cmdZRangeStore(c *conn, args [][]byte) {
 		c.out.Err(msg)
 		return
 	}
+	existed := c.existsIfNotifying(args[1])
 	n, err := c.store.ZRangeStore(args[1], args[2], req.spec)
 	if err != nil {
 		c.storeError(err)
 		return
 	}
-	if n > 0 {
+	switch {
+	case n > 0:
 		c.ready(args[1])
 		c.notify(notifyZset, "zrangestore", args[1])
+	case existed:
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.out.Int(n)
 }
@@ -427,6 +432,7 @@ func zremrange(c *conn, key []byte, spec kv.ZRangeSpec) {
 	}
 	if n > 0 {
 		c.notify(notifyZset, [...]string{kv.ByRank: "zremrangebyrank", kv.ByScore: "zremrangebyscore", kv.ByLex: "zremrangebylex"}[spec.By], key)
+		c.notifyEmptied(key)
 	}
 	c.out.Int(n)
 }
@@ -471,6 +477,7 @@ func zpop(c *conn, args [][]byte, max bool) {
 	}
 	if len(zs) > 0 {
 		c.notify(notifyZset, zpopEvent(max), args[1])
+		c.notifyEmptied(args[1])
 	}
 	if count >= 0 && c.out.resp3 {
 		c.members(zs, true)
@@ -549,6 +556,7 @@ func cmdZMPop(c *conn, args [][]byte) {
 		c.out.NullArray()
 	default:
 		c.notify(notifyZset, zpopEvent(!isMin), key)
+		c.notifyEmptied(key)
 		c.zmpopReply(key, zs)
 	}
 }
@@ -569,6 +577,7 @@ func bzpop(c *conn, args [][]byte, max bool) {
 			key, zs, err := c.store.ZMPop(keys, max, 1)
 			return c.popped(err, key != nil, func() {
 				c.notify(notifyZset, zpopEvent(max), key)
+				c.notifyEmptied(key)
 				c.out.Array(3)
 				c.out.Bulk(key)
 				c.out.Bulk(zs[0].Member)
@@ -617,6 +626,7 @@ func cmdBZMPop(c *conn, args [][]byte) {
 			key, zs, err := c.store.ZMPop(keys, !isMin, count)
 			return c.popped(err, key != nil, func() {
 				c.notify(notifyZset, zpopEvent(!isMin), key)
+				c.notifyEmptied(key)
 				c.zmpopReply(key, zs)
 			})
 		})
@@ -753,14 +763,18 @@ func zcombineStore(c *conn, args [][]byte, op kv.ZSetOp) {
 		c.out.Err(msg)
 		return
 	}
+	existed := c.existsIfNotifying(args[1])
 	n, err := c.store.ZCombineStore(args[1], spec)
 	if err != nil {
 		c.storeError(err)
 		return
 	}
-	if n > 0 {
+	switch {
+	case n > 0:
 		c.ready(args[1])
 		c.notify(notifyZset, strings.ToLower(string(args[0])), args[1])
+	case existed:
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	c.out.Int(n)
 }

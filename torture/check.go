@@ -40,6 +40,13 @@ type Report struct {
 	FIFOByLock                       map[string]int // … the intervals by lock: the semaphores' and read-write keys' apart
 	// (f) lock events: heard, sessions, and grants checked to be among them
 	LockEvents, LockEventSessions, LockEventsChecked int
+	// (g) observers: how many, leaders they yielded, of them none, and
+	// of them whose grant was never answered (a HOLD of their owner's was not)
+	Observers, Observed, ObservedNone, ObservedUnanswered int
+	// the queue (queue.go): LPUSHes, items acknowledged pushed, pops,
+	// items delivered, LMOVEs, items left at the end, acknowledged items
+	// missing, pops whose reply never came
+	QueuePushes, QueueAcked, QueuePops, QueueDelivered, QueueMoves, QueueLeft, QueueMissing, QueueLostPops int
 
 	// Cluster is the number of nodes of the cluster the run was of, 0
 	// for one server; Epochs how many epochs granted.
@@ -323,6 +330,14 @@ func check(events []Event, info map[string]string, linBudget time.Duration) *Rep
 	// (f) Lock events on pub/sub, in order, every grant among them
 	// (lockevents.go).
 	checkLockEvents(r, events, violate)
+
+	// (g) Observers' leaders: fences never go back, every leader a real
+	// holder (observer.go).
+	checkObservers(r, events, violate)
+
+	// The queue: no item delivered twice, no acknowledged push lost
+	// (queue.go).
+	checkQueue(r, events, violate)
 	return r
 }
 
@@ -540,7 +555,7 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		r.LinLocks.print(w, "                  locks   ", "by key and epoch")
 	}
-	r.LinColls.print(w, "                  hashes and sets", "by key and member")
+	r.LinColls.print(w, "                  hashes, sets, sorted sets", "by key and member")
 	if r.Cluster > 0 {
 		fmt.Fprintf(w, "                  recipe: not checked in a cluster (an unanswered write may commit under the next leader, at no bound in time; (a) checks its holders)\n")
 	} else {
@@ -552,6 +567,10 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "(f) lock events: %d heard in %d subscriber sessions; %d grants checked to be among them, in fence order\n",
 			r.LockEvents, r.LockEventSessions, r.LockEventsChecked)
 	}
+	fmt.Fprintf(w, "(g) observers: %d (Observe of the SDK) yielded %d leaders (%d of them none, %d of a HOLD never answered), fences never back, every leader a holder granted before\n",
+		r.Observers, r.Observed, r.ObservedNone, r.ObservedUnanswered)
+	fmt.Fprintf(w, "queue:      %d LPUSHes (%d acknowledged), %d pops delivered %d items, %d LMOVEs, %d items left; %d acknowledged items missing for %d pops not answered; none delivered twice\n",
+		r.QueuePushes, r.QueueAcked, r.QueuePops, r.QueueDelivered, r.QueueMoves, r.QueueLeft, r.QueueMissing, r.QueueLostPops)
 	fmt.Fprintf(w, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  %s\n", v)

@@ -154,6 +154,14 @@ func clientMain(env string) int {
 			w.run(ctx)
 		}()
 	}
+	// An observer of one mutex key (observer.go), frozen with the workers.
+	if len(cc.Keys.Mutex) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runObserver(ctx, cc.ID+".o", cc.Addrs, cc.Nodes, cc.Keys.Mutex[int(cc.Seed/1000)%len(cc.Keys.Mutex)], cc.TTL, emit)
+		}()
+	}
 	wg.Wait()
 	return 0
 }

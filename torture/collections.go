@@ -1,17 +1,19 @@
 package main
 
-// Hashes and sets under the nemesis (SPEC §13): clients send HSET, HDEL,
-// HGET, SADD, SREM and SISMEMBER of a few fields and members of a few
-// keys through the proxies, and check (d) holds of them too: every
-// (key, field) and (key, member) is a register, written by HSET (its
-// value) or SADD ("1") and cleared by HDEL or SREM, read by HGET and
-// SISMEMBER, linearizable across kills and restarts.
+// Hashes, sets and sorted sets under the nemesis (SPEC §13): clients send
+// HSET, HDEL, HGET, SADD, SREM, SISMEMBER, ZADD, ZREM, ZINCRBY and ZSCORE
+// of a few fields and members of a few keys through the proxies, and
+// check (d) holds of them too: every (key, field) and (key, member) is a
+// register, written by HSET (its value), SADD ("1") or ZADD (the score),
+// added to by ZINCRBY, cleared by HDEL, SREM or ZREM, read by HGET,
+// SISMEMBER and ZSCORE, linearizable across kills and restarts.
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +31,7 @@ func collTracked(args []string) bool {
 		return false
 	}
 	switch strings.ToLower(args[0]) {
-	case "hset", "hdel", "hget", "sadd", "srem", "sismember":
+	case "hset", "hdel", "hget", "sadd", "srem", "sismember", "zadd", "zrem", "zscore", "zincrby":
 		return true
 	}
 	return false
@@ -57,18 +59,27 @@ func runCollectionClients(ctx context.Context, wg *sync.WaitGroup, addrs []strin
 			at := 0
 			for n := 0; ctx.Err() == nil; n++ {
 				c := clients[at%len(clients)]
-				hash := rng.IntN(2) == 0
-				key := fmt.Sprintf("%s%s:%d", collPrefix, map[bool]string{true: "h", false: "s"}[hash], rng.IntN(3))
+				kind := rng.IntN(3)
+				hash, zset := kind == 0, kind == 2
+				key := fmt.Sprintf("%s%s:%d", collPrefix, "hsz"[kind:kind+1], rng.IntN(3))
 				m := fmt.Sprintf("m%d", rng.IntN(4))
 				var err error
-				switch op := rng.IntN(3); {
+				switch op := rng.IntN(4); {
+				case zset && op == 0:
+					err = c.ZAdd(ctx, key, redis.Z{Score: float64(rng.IntN(100)), Member: m}).Err()
+				case zset && op == 1:
+					err = c.ZRem(ctx, key, m).Err()
+				case zset && op == 2:
+					err = c.ZIncrBy(ctx, key, float64(1+rng.IntN(5)), m).Err()
+				case zset:
+					err = c.ZScore(ctx, key, m).Err()
 				case hash && op == 0:
 					err = c.HSet(ctx, key, m, fmt.Sprintf("%d.%d", i, n)).Err()
 				case hash && op == 1:
 					err = c.HDel(ctx, key, m).Err()
 				case hash:
 					err = c.HGet(ctx, key, m).Err()
-				case op == 0:
+				case op == 0 || op == 3:
 					err = c.SAdd(ctx, key, m).Err()
 				case op == 1:
 					err = c.SRem(ctx, key, m).Err()
@@ -90,11 +101,13 @@ func runCollectionClients(ctx context.Context, wg *sync.WaitGroup, addrs []strin
 }
 
 // collInput is one command on one (key, member) register; Value "" is
-// absent.
+// absent. Incr is a ZINCRBY's increment: it adds to the score (absent: 0)
+// and answers the sum.
 type collInput struct {
 	Reg   string // key, NUL, field or member
 	Write bool
 	Value string
+	Incr  int64
 }
 
 // collOutput is its reply: a read's value ("" absent), or Unknown.
@@ -104,8 +117,10 @@ type collOutput struct {
 }
 
 // memberRegister is the sequential specification of a (key, member):
-// absent at first; a write sets it (HSET: its value, SADD: "1", HDEL and
-// SREM: absent); a read sees the last write.
+// absent at first; a write sets it (HSET: its value, SADD: "1", ZADD: the
+// score, HDEL, SREM and ZREM: absent); ZINCRBY adds to the score and
+// answers it; a read sees the last write. The sorted sets' scores are
+// integers, which Redis writes without a decimal point.
 var memberRegister = porcupine.Model{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		by := map[string][]porcupine.Operation{}
@@ -126,6 +141,11 @@ var memberRegister = porcupine.Model{
 	Init: func() any { return "" },
 	Step: func(state, input, output any) (bool, any) {
 		st, in, out := state.(string), input.(collInput), output.(collOutput)
+		if in.Incr != 0 {
+			cur, _ := strconv.ParseInt(st, 10, 64)
+			next := strconv.FormatInt(cur+in.Incr, 10)
+			return out.Unknown || out.Value == next, next
+		}
 		if in.Write {
 			return true, in.Value
 		}
@@ -133,6 +153,12 @@ var memberRegister = porcupine.Model{
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(collInput), output.(collOutput)
+		if in.Incr != 0 {
+			if out.Unknown {
+				return fmt.Sprintf("incr %d → ?", in.Incr)
+			}
+			return fmt.Sprintf("incr %d → %q", in.Incr, out.Value)
+		}
 		if in.Write {
 			return fmt.Sprintf("write %q", in.Value)
 		}
@@ -163,7 +189,18 @@ func collectionHistory(events []Event) ([]porcupine.Operation, int) {
 			in.Write, in.Value = true, e.Args[3]
 		case "sadd":
 			in.Write, in.Value = true, "1"
-		case "hdel", "srem":
+		case "zadd":
+			if len(e.Args) != 4 {
+				continue
+			}
+			in = collInput{Reg: e.Args[1] + "\x00" + e.Args[3], Write: true, Value: e.Args[2]}
+		case "zincrby":
+			incr, err := strconv.ParseInt(e.Args[2], 10, 64)
+			if len(e.Args) != 4 || err != nil || incr == 0 {
+				continue
+			}
+			in = collInput{Reg: e.Args[1] + "\x00" + e.Args[3], Write: true, Incr: incr}
+		case "hdel", "srem", "zrem":
 			in.Write = true
 		}
 		out, ret := collOutput{}, e.End
@@ -172,7 +209,7 @@ func collectionHistory(events []Event) ([]porcupine.Operation, int) {
 			dropped++
 			continue
 		case e.Result == "ok" || e.Result == "nil":
-			if !in.Write {
+			if !in.Write || in.Incr != 0 {
 				out.Value = e.Reply
 				if name == "sismember" {
 					out.Value = map[string]string{"1": "1", "0": ""}[e.Reply]

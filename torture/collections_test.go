@@ -37,6 +37,24 @@ func TestCollectionHistory(t *testing.T) {
 			wire(5, 6, "ok", "1", "SISMEMBER", "coll:s:0", "m1"),
 			wire(7, 8, "ok", "1", "SISMEMBER", "coll:s:0", "m1"),
 		}, true},
+		{"ZINCRBY adds to ZADD's score", []Event{
+			wire(1, 2, "ok", "1", "ZADD", "coll:z:0", "7", "m0"),
+			wire(3, 4, "ok", "10", "ZINCRBY", "coll:z:0", "3", "m0"),
+			wire(5, 6, "ok", "10", "ZSCORE", "coll:z:0", "m0"),
+		}, true},
+		{"ZINCRBY that answers another sum", []Event{
+			wire(1, 2, "ok", "1", "ZADD", "coll:z:0", "7", "m0"),
+			wire(3, 4, "ok", "3", "ZINCRBY", "coll:z:0", "3", "m0"),
+		}, false},
+		{"ZSCORE after ZREM", []Event{
+			wire(1, 2, "ok", "1", "ZADD", "coll:z:0", "7", "m0"),
+			wire(3, 4, "ok", "1", "ZREM", "coll:z:0", "m0"),
+			wire(5, 6, "ok", "7", "ZSCORE", "coll:z:0", "m0"),
+		}, false},
+		{"a ZINCRBY with no reply may have added", []Event{
+			wire(1, 0, "unknown", "", "ZINCRBY", "coll:z:1", "2", "m1"),
+			wire(3, 4, "ok", "5", "ZINCRBY", "coll:z:1", "3", "m1"),
+		}, true},
 		{"or not", []Event{
 			wire(1, 0, "unknown", "", "HDEL", "coll:h:1", "m1"),
 			wire(5, 6, "nil", "", "HGET", "coll:h:1", "m1"),

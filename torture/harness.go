@@ -191,6 +191,18 @@ func Run(cfg Config) (*Report, error) {
 	// Hash and set clients besides (collections.go), one per two lock
 	// clients.
 	closers = append(closers, runCollectionClients(ctx, &wg, addrs, max(1, cfg.Goroutines/2), cfg.Seed+7777)...)
+	// A queue's producers and consumers (queue.go), two of each.
+	closers = append(closers, runQueueClients(ctx, &wg, addrs, 2, 2, cfg.Seed+8888)...)
+	// (g): observers of the mutex keys beside the holders, one per key
+	// and a second on the first (observer.go); the child processes run
+	// one each besides, which the nemesis freezes.
+	for i, key := range append(slices.Clone(h.keys.Mutex), h.keys.Mutex[0]) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runObserver(ctx, fmt.Sprintf("o%d", i), addrs, h.nodeAddrs, key, cfg.TTL, h.history.Add)
+		}()
+	}
 	if cfg.Cluster == 0 {
 		// (f): a subscriber of lock events beside the holders.
 		wg.Add(1)
@@ -280,6 +292,9 @@ func Run(cfg Config) (*Report, error) {
 		}
 		final[k] = v
 		h.history.Add(Event{Kind: evFinal, Client: "harness", Key: k, Value: v, Start: start, End: mono(), Result: result(err)})
+	}
+	if err := readQueues(last, h.history.Add); err != nil {
+		problems = append(problems, err.Error())
 	}
 	info, err := last.info(context.Background())
 	if err != nil {

@@ -56,7 +56,7 @@ const (
 	evEnd   = "end"   // fn ended: End is then, Deadline the holder's last
 	evHeld  = "held"  // Hold returned: Result says how
 	// The proxy's: a LOCK.HOLD reply that granted, whether or not the
-	// client got it.
+	// client got it; Value is the HOLD's OWNER.
 	evGrant = "grant"
 	// The proxy's: a command on the wire (a LOCK.* command, a counter's
 	// GET or SET) that reached server Target: Start just before the read

@@ -43,7 +43,19 @@
 //     __lock@0__:*; within each of its sessions the granted fences grow,
 //     and every grant the proxy saw asked after a session began is among
 //     its events whenever the session heard a later fence (see
-//     lockevents.go). One server only.
+//     lockevents.go). One server only;
+//   - (g) observers (LOCK-17): clients follow the mutex keys with the SDK's
+//     Observe, through the proxies, in the harness and in each child
+//     process (which the nemesis freezes); no observer yields a fence
+//     smaller than one it yielded before, and every leader it yields is a
+//     grant of that key, fence and OWNER (the holders' client ids) the
+//     proxy saw, sent before the observation (see observer.go);
+//   - the queue (issue 35): producers LPUSH unique items on two lists,
+//     consumers BRPOP, RPOP and LMOVE them; no item comes out twice
+//     (among the pops' replies and the lists read at the end), and no
+//     acknowledged push is lost but as many as pops whose reply never
+//     came (see queue.go). Beside the hashes and sets, sorted sets'
+//     members are registers of (d) too (ZADD, ZINCRBY, ZREM, ZSCORE).
 //
 // It prints operations, faults by kind and violations, and writes the
 // history of a failing run to a file, with porcupine's picture of each
@@ -52,8 +64,8 @@
 // With -cluster 3 it runs a Raft cluster of three nodes instead (SPEC §10,
 // issue 20; cluster.go), each behind a proxy, the clients following the
 // leader, and a nemesis that SIGKILLs the leader and followers and SIGSTOPs
-// the leader past the election timeout. It checks (a), (b), (c) and the
-// counters of (d) as for one server, epochs now the leaders'; not the lock
+// the leader past the election timeout. It checks (a), (b), (c), (g), the
+// queue and the counters and collections of (d) as for one server, epochs now the leaders'; not the lock
 // commands of (d), (e) nor (f), whose partitions are a server's runs.
 //
 //	go run ./torture -duration 30m

@@ -227,7 +227,7 @@ func tracked(args []string) bool {
 	case "get", "set":
 		return strings.HasPrefix(args[1], counterKey(""))
 	}
-	return collTracked(args) // hashes and sets: collections.go
+	return collTracked(args) || queueTracked(args) // hashes, sets, sorted sets: collections.go; lists: queue.go
 }
 
 // answered records a request the server answered at got (whether or not the
@@ -237,7 +237,7 @@ func (p *proxy) answered(ask wireAsk, v reply, got int64, gen int64) {
 	if len(ask.args) >= 4 && strings.EqualFold(ask.args[0], "lock.hold") && v.kind == '*' && len(v.elems) == 3 {
 		fence, _ := strconv.ParseInt(v.elems[1].str, 10, 64)
 		p.history.Add(Event{Kind: evGrant, Client: "proxy", Key: ask.args[2], ReqID: ask.args[3],
-			LeaseID: v.elems[0].str, Fence: fence, Start: ask.sent, End: got})
+			LeaseID: v.elems[0].str, Fence: fence, Start: ask.sent, End: got, Value: ownerOf(ask.args)})
 	}
 	if !tracked(ask.args) {
 		return
@@ -258,6 +258,16 @@ func (p *proxy) answered(ask wireAsk, v reply, got int64, gen int64) {
 		e.Result, e.Reply = "ok", v.str
 	}
 	p.history.Add(e)
+}
+
+// ownerOf is the OWNER of a LOCK.HOLD's arguments, "" if none.
+func ownerOf(args []string) string {
+	for i := 4; i+1 < len(args); i++ {
+		if strings.EqualFold(args[i], "owner") {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // chunk is what one read of a connection brought, and when it was read.

@@ -121,5 +121,11 @@ func runCISized(t *testing.T, c Config, failed string) *Report {
 		t.Fatalf("the kinds of key beside the mutex did too little to show anything: %d permits, %d readers, %d writers, %d recipe holders",
 			rep.PermitIntervals, rep.ReaderIntervals, rep.WriterIntervals, rep.RecipeIntervals)
 	}
+	if rep.Observers == 0 || rep.Observed-rep.ObservedNone == 0 {
+		t.Fatalf("the observers (issue 33) did too little to show anything: %d observers yielded %d leaders, %d of them none", rep.Observers, rep.Observed, rep.ObservedNone)
+	}
+	if rep.QueueAcked == 0 || rep.QueueDelivered == 0 {
+		t.Fatalf("the queue (issue 35) did too little to show anything: %d pushes acknowledged, %d items delivered", rep.QueueAcked, rep.QueueDelivered)
+	}
 	return rep
 }

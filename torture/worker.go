@@ -112,7 +112,9 @@ func newWorker(id string, addrs, nodes []string, keys keySet, ttl time.Duration,
 	}
 	w := &worker{id: id, keys: keys, ttl: ttl, rng: rand.New(rand.NewPCG(seed, 0x70727475)), emit: emit, locker: lockClient, data: data}
 	var err error
-	w.lock, err = locks.OpenLock(lockClient, lockName, locks.TTL(ttl))
+	// The mutexes' holders name themselves, so that an observer's leader
+	// names its holder (observer.go).
+	w.lock, err = locks.OpenLock(lockClient, lockName, locks.TTL(ttl), locks.Owner(id))
 	if err == nil && len(keys.Sem) > 0 {
 		w.sem, err = locks.OpenLock(lockClient, semLockName, locks.TTL(ttl), locks.Limit(keys.Limit))
 	}
