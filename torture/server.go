@@ -28,6 +28,7 @@ type server struct {
 	addr  string
 	done  chan struct{} // closed when cmd has exited
 	tail  []string      // its last lines of stderr, over every run
+	dump  []string      // stderr after a SIGQUIT (a hung stop's goroutines), nil before
 	crash []string      // how runs ended that nobody killed
 }
 
@@ -71,6 +72,9 @@ func (s *server) start() (string, error) {
 		for sc.Scan() {
 			line := sc.Text()
 			s.mu.Lock()
+			if s.dump != nil {
+				s.dump = append(s.dump, line)
+			}
 			s.tail = append(s.tail, line)
 			if len(s.tail) > 400 {
 				s.tail = s.tail[len(s.tail)-200:]
@@ -151,9 +155,29 @@ func (s *server) stop() error {
 		}
 		return nil
 	case <-time.After(40 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("the server did not exit within 40s of SIGTERM:\n%s", s.lastLines(20))
+		// SIGQUIT: Go prints every goroutine's stack, which says what
+		// held the shutdown up; it goes to a file beside the history.
+		s.mu.Lock()
+		s.dump = []string{}
+		s.mu.Unlock()
+		cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		s.mu.Lock()
+		dump := strings.Join(s.dump, "\n")
+		s.dump = nil
+		s.mu.Unlock()
+		where := "(not written)"
+		if f, err := os.CreateTemp("", "torture-hung-stop-*.txt"); err == nil {
+			f.WriteString(dump)
+			f.Close()
+			where = f.Name()
+		}
+		return fmt.Errorf("the server did not exit within 40s of SIGTERM (its goroutines, after SIGQUIT: %s):\n%s", where, s.lastLines(20))
 	}
 }
 
