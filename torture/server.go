@@ -94,11 +94,12 @@ func (s *server) start() (string, error) {
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			killed = true
 		}
-		if !killed && cmd.ProcessState.ExitCode() != 0 {
-			s.mu.Lock()
+		s.mu.Lock()
+		quit := s.dump != nil // our SIGQUIT of a hung stop, told by stop
+		if !killed && !quit && cmd.ProcessState.ExitCode() != 0 {
 			s.crash = append(s.crash, fmt.Sprintf("exited by itself: %v", err))
-			s.mu.Unlock()
 		}
+		s.mu.Unlock()
 		close(done)
 	}()
 	select {
