@@ -93,68 +93,25 @@ func collectionOps(op string, pipelined bool, n int) scenarioFunc {
 		if fill.first != nil {
 			return nil, fmt.Errorf("fill: %w", fill.first)
 		}
-		batch := 1
-		if pipelined {
-			batch = r.cfg.pipeline
-		}
-		w := newWindow(r.cfg.warmup, r.cfg.duration)
-		cpu := r.meter(w)
-		samples := make([][]int64, n)
-		var fail failures
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				rng := newRand()
-				do := func(cmd redis.Cmdable) error {
-					k, m := key(rng.IntN(nkeys)), strconv.Itoa(rng.IntN(2*members))
-					switch op {
-					case "hset":
-						return cmd.HSet(ctx, k, "f"+m, "0123456789abcdef").Err()
-					case "hget":
-						return ignoreNil(cmd.HGet(ctx, k, "f"+m).Err())
-					case "hgetall":
-						return cmd.HGetAll(ctx, k).Err()
-					case "sadd":
-						return cmd.SAdd(ctx, k, "m"+m).Err()
-					case "sismember":
-						return cmd.SIsMember(ctx, k, "m"+m).Err()
-					}
-					return cmd.SMembers(ctx, k).Err()
+		return closedLoop(ctx, r, c, n, pipelined, true, func() func(redis.Cmdable) error {
+			rng := newRand()
+			return func(cmd redis.Cmdable) error {
+				k, m := key(rng.IntN(nkeys)), strconv.Itoa(rng.IntN(2*members))
+				switch op {
+				case "hset":
+					return cmd.HSet(ctx, k, "f"+m, "0123456789abcdef").Err()
+				case "hget":
+					return ignoreNil(cmd.HGet(ctx, k, "f"+m).Err())
+				case "hgetall":
+					return cmd.HGetAll(ctx, k).Err()
+				case "sadd":
+					return cmd.SAdd(ctx, k, "m"+m).Err()
+				case "sismember":
+					return cmd.SIsMember(ctx, k, "m"+m).Err()
 				}
-				for ctx.Err() == nil {
-					start := now()
-					if start >= w.to {
-						return
-					}
-					var err error
-					if pipelined {
-						p := c.Pipeline()
-						for range batch {
-							_ = do(p)
-						}
-						_, err = p.Exec(ctx)
-					} else {
-						err = do(c)
-					}
-					end := now()
-					if err != nil && err != redis.Nil {
-						fail.add(err)
-						continue
-					}
-					if w.holds(start, end) {
-						samples[i] = append(samples[i], end-start)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		lat := summarize(samples)
-		m := map[string]float64{"ops_per_sec": float64(lat.N*batch) / w.seconds()}
-		lat.put(m, "")
-		if err := cpu(m, lat.N*batch); err != nil {
-			return nil, err
-		}
-		return m, fail.verdict(m, lat.N)
+				return cmd.SMembers(ctx, k).Err()
+			}
+		})
 	}
 }
 

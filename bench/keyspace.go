@@ -62,71 +62,83 @@ func keyspace(op string, pipelined bool, n int) scenarioFunc {
 				return nil, fmt.Errorf("SCRIPT LOAD: %w", err)
 			}
 		}
-		batch := 1
-		if pipelined {
-			batch = r.cfg.pipeline
-		}
-		w := newWindow(r.cfg.warmup, r.cfg.duration)
-		cpu := r.meter(w)
-		samples := make([][]int64, n)
-		var fail failures
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				rng := newRand()
-				do := func(cmd redis.Cmdable) error {
-					k := keys[rng.IntN(len(keys))]
-					switch op {
-					case "get":
-						return cmd.Get(ctx, k).Err()
-					case "evalsha":
-						c := cmd.EvalSha(ctx, casScript.Hash(), []string{k}, value, value)
-						if pipelined {
-							return nil // Exec returns the first error
-						}
-						switch n, err := c.Int64(); {
-						case err != nil:
-							return err
-						case n != 1:
-							return fmt.Errorf("compare-and-set script returned %d on %s, want 1", n, k)
-						}
-						return nil
-					}
-					return cmd.Set(ctx, k, value, 0).Err()
-				}
-				for ctx.Err() == nil {
-					start := now()
-					if start >= w.to {
-						return
-					}
-					var err error
+		return closedLoop(ctx, r, c, n, pipelined, false, func() func(redis.Cmdable) error {
+			rng := newRand()
+			return func(cmd redis.Cmdable) error {
+				k := keys[rng.IntN(len(keys))]
+				switch op {
+				case "get":
+					return cmd.Get(ctx, k).Err()
+				case "evalsha":
+					c := cmd.EvalSha(ctx, casScript.Hash(), []string{k}, value, value)
 					if pipelined {
-						p := c.Pipeline()
-						for range batch {
-							do(p)
-						}
-						_, err = p.Exec(ctx)
-					} else {
-						err = do(c)
+						return nil // Exec returns the first error
 					}
-					end := now()
-					if err != nil {
-						fail.add(err)
-						continue
+					switch n, err := c.Int64(); {
+					case err != nil:
+						return err
+					case n != 1:
+						return fmt.Errorf("compare-and-set script returned %d on %s, want 1", n, k)
 					}
-					if w.holds(start, end) {
-						samples[i] = append(samples[i], end-start)
-					}
+					return nil
 				}
-			})
-		}
-		wg.Wait()
-		lat := summarize(samples)
-		m := map[string]float64{"ops_per_sec": float64(lat.N*batch) / w.seconds()}
-		lat.put(m, "")
-		if err := cpu(m, lat.N*batch); err != nil {
-			return nil, err
-		}
-		return m, fail.verdict(m, lat.N)
+				return cmd.Set(ctx, k, value, 0).Err()
+			}
+		})
 	}
+}
+
+// closedLoop runs n clients on c until the measured window ends, each
+// sending one command of its do (or, pipelined, a pipeline of
+// r.cfg.pipeline of them) and waiting for the reply before the next: the
+// commands/s, their latency and the server's CPU per command. newDo gives
+// each client its own do (its own random source). With nilOK a nil reply
+// is no failure (a member that is not there); without it, it is one.
+func closedLoop(ctx context.Context, r *run, c *redis.Client, n int, pipelined, nilOK bool, newDo func() func(redis.Cmdable) error) (map[string]float64, error) {
+	batch := 1
+	if pipelined {
+		batch = r.cfg.pipeline
+	}
+	w := newWindow(r.cfg.warmup, r.cfg.duration)
+	cpu := r.meter(w)
+	samples := make([][]int64, n)
+	var fail failures
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			do := newDo()
+			for ctx.Err() == nil {
+				start := now()
+				if start >= w.to {
+					return
+				}
+				var err error
+				if pipelined {
+					p := c.Pipeline()
+					for range batch {
+						_ = do(p) // Exec returns the first error
+					}
+					_, err = p.Exec(ctx)
+				} else {
+					err = do(c)
+				}
+				end := now()
+				if err != nil && !(nilOK && err == redis.Nil) {
+					fail.add(err)
+					continue
+				}
+				if w.holds(start, end) {
+					samples[i] = append(samples[i], end-start)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	lat := summarize(samples)
+	m := map[string]float64{"ops_per_sec": float64(lat.N*batch) / w.seconds()}
+	lat.put(m, "")
+	if err := cpu(m, lat.N*batch); err != nil {
+		return nil, err
+	}
+	return m, fail.verdict(m, lat.N)
 }

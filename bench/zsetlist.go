@@ -87,74 +87,31 @@ func zsetListOps(op string, pipelined bool, n int) scenarioFunc {
 		if fill.first != nil {
 			return nil, fmt.Errorf("fill: %w", fill.first)
 		}
-		batch := 1
-		if pipelined {
-			batch = r.cfg.pipeline
-		}
-		w := newWindow(r.cfg.warmup, r.cfg.duration)
-		cpu := r.meter(w)
-		samples := make([][]int64, n)
-		var fail failures
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				rng := newRand()
-				do := func(cmd redis.Cmdable) error {
-					k, m := rng.IntN(nkeys), rng.IntN(members)
-					switch op {
-					case "zadd":
-						return cmd.ZAdd(ctx, zkey(k), redis.Z{Score: float64(rng.IntN(1000)), Member: "m" + strconv.Itoa(m)}).Err()
-					case "zscore":
-						return ignoreNil(cmd.ZScore(ctx, zkey(k), "m"+strconv.Itoa(m)).Err())
-					case "zrange-rank":
-						return cmd.ZRange(ctx, zkey(k), 0, 99).Err()
-					case "zrange-score":
-						return cmd.ZRangeByScore(ctx, zkey(k), &redis.ZRangeBy{Min: strconv.Itoa(m), Max: "+inf", Count: 100}).Err()
-					case "lpush":
-						return cmd.LPush(ctx, lkey(k), "0123456789abcdef").Err()
-					case "rpop":
-						// Popped and pushed back, so the lists keep their size.
-						if err := ignoreNil(cmd.RPop(ctx, lkey(k)).Err()); err != nil {
-							return err
-						}
-						return cmd.LPush(ctx, lkey(k), "0123456789abcdef").Err()
+		return closedLoop(ctx, r, c, n, pipelined, true, func() func(redis.Cmdable) error {
+			rng := newRand()
+			return func(cmd redis.Cmdable) error {
+				k, m := rng.IntN(nkeys), rng.IntN(members)
+				switch op {
+				case "zadd":
+					return cmd.ZAdd(ctx, zkey(k), redis.Z{Score: float64(rng.IntN(1000)), Member: "m" + strconv.Itoa(m)}).Err()
+				case "zscore":
+					return ignoreNil(cmd.ZScore(ctx, zkey(k), "m"+strconv.Itoa(m)).Err())
+				case "zrange-rank":
+					return cmd.ZRange(ctx, zkey(k), 0, 99).Err()
+				case "zrange-score":
+					return cmd.ZRangeByScore(ctx, zkey(k), &redis.ZRangeBy{Min: strconv.Itoa(m), Max: "+inf", Count: 100}).Err()
+				case "lpush":
+					return cmd.LPush(ctx, lkey(k), "0123456789abcdef").Err()
+				case "rpop":
+					// Popped and pushed back, so the lists keep their size.
+					if err := ignoreNil(cmd.RPop(ctx, lkey(k)).Err()); err != nil {
+						return err
 					}
-					return cmd.LRange(ctx, lkey(k), 0, 99).Err()
+					return cmd.LPush(ctx, lkey(k), "0123456789abcdef").Err()
 				}
-				for ctx.Err() == nil {
-					start := now()
-					if start >= w.to {
-						return
-					}
-					var err error
-					if pipelined {
-						p := c.Pipeline()
-						for range batch {
-							_ = do(p)
-						}
-						_, err = p.Exec(ctx)
-					} else {
-						err = do(c)
-					}
-					end := now()
-					if err != nil && err != redis.Nil {
-						fail.add(err)
-						continue
-					}
-					if w.holds(start, end) {
-						samples[i] = append(samples[i], end-start)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		lat := summarize(samples)
-		m := map[string]float64{"ops_per_sec": float64(lat.N*batch) / w.seconds()}
-		lat.put(m, "")
-		if err := cpu(m, lat.N*batch); err != nil {
-			return nil, err
-		}
-		return m, fail.verdict(m, lat.N)
+				return cmd.LRange(ctx, lkey(k), 0, 99).Err()
+			}
+		})
 	}
 }
 
