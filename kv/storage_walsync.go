@@ -90,9 +90,9 @@ func (s *Store) syncWAL() (err error) {
 // commands commit and come to settle too), and then needs no sync of its
 // own if one begun since covered it. Without that, each command would have
 // the WAL goroutine, which a sync request readies to run next, write(2) its
-// record alone. Pebble's commit pipeline groups the syncs that are asked
-// for meanwhile, and the sync of an empty LogData record covers every batch
-// committed before it.
+// record alone. Then one writer syncs for all that wait (the group commit
+// of storage_walgroup.go): the sync of an empty LogData record covers every
+// batch committed before it.
 func (s *Store) settle() error {
 	// A count of commits that includes this caller's: a sync that began
 	// after unsynced reached it covers this caller's commit (see synced).
@@ -101,10 +101,7 @@ func (s *Store) settle() error {
 		return nil
 	}
 	runtime.Gosched()
-	if s.unsettled.syncedTo.Load() >= mine {
-		return nil
-	}
-	if err := s.syncWAL(); err != nil {
+	if err := s.syncShared(mine); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
 	return nil

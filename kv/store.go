@@ -90,6 +90,7 @@ type keyspace struct {
 	lookups      lookupStats
 	lastSync     atomic.Int64 // unix seconds of the last WAL sync that succeeded
 	unsettled    unsettled    // command commits a read may see before the WAL holds them (storage_readsettle.go)
+	walGroup     walGroup     // the writers sharing a WAL sync (storage_walgroup.go)
 
 	fsync  fsyncPolicy // the one reader of the fsync mode (storage_fsync.go)
 	closed atomic.Bool
@@ -268,6 +269,10 @@ type Stats struct {
 	// ChangesSinceSave counts the records written since Open or the last
 	// Save (INFO's rdb_changes_since_last_save, Redis's dirty counter).
 	ChangesSinceSave int64
+	// WALSyncs counts the WAL syncs writers settled with, and
+	// WALSyncWriters the writers they answered: their ratio is how many
+	// writers shared a sync (storage_walgroup.go).
+	WALSyncs, WALSyncWriters int64
 }
 
 // Stats returns the current counters and Pebble's disk usage.
@@ -281,6 +286,8 @@ func (s *Store) Stats() Stats {
 		AvgTTL:           s.avgTTL(),
 		LastSync:         s.lastSync.Load(),
 		ChangesSinceSave: s.changes.Load(),
+		WALSyncs:         s.walGroup.syncs.Load(),
+		WALSyncWriters:   s.walGroup.writers.Load(),
 	}
 	if !s.closed.Load() {
 		st.DiskUsage = s.db.Metrics().DiskSpaceUsage()

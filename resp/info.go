@@ -161,6 +161,8 @@ func (s *Server) infoPersistence() [][2]string {
 		{"aof_last_write_status", "ok"},
 		{"rdb_bgsave_in_progress", "0"},
 		{"rdb_changes_since_last_save", itoa(st.ChangesSinceSave)},
+		{"wal_syncs", itoa(st.WALSyncs)},
+		{"wal_sync_writers", itoa(st.WALSyncWriters)},
 	}
 }
 
