@@ -3,12 +3,16 @@ package resp_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenure-db/tenure"
 	"github.com/tenure-db/tenure/internal/testenv"
+	"github.com/tenure-db/tenure/kv"
 	"github.com/tenure-db/tenure/resp/resptest"
 )
 
@@ -75,4 +79,46 @@ func BenchmarkPipelinedGet(b *testing.B) {
 func BenchmarkPipelinedSet(b *testing.B) {
 	ctx := context.Background()
 	pipelined(b, func(p redis.Pipeliner, key string) { p.Set(ctx, key, "fedcba9876543210", 0) })
+}
+
+// BenchmarkDurableSet: 8 clients, one SET a round trip each, with --fsync
+// always; an op is one SET. writers/sync is how many SETs an fsync
+// answered on average (INFO's wal_sync_writers over wal_syncs): the group
+// commit of kv/storage_walgroup.go.
+func BenchmarkDurableSet(b *testing.B) {
+	const clients = 8
+	srv := resptest.Start(b, tenure.Options{Fsync: kv.FsyncAlways})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2, DisableIdentity: true, PoolSize: clients})
+	b.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	syncs := func() (n, writers float64) {
+		info := c.Info(ctx, "persistence").Val()
+		var s, w int64
+		for _, line := range strings.Split(info, "\r\n") {
+			fmt.Sscanf(line, "wal_syncs:%d", &s)
+			fmt.Sscanf(line, "wal_sync_writers:%d", &w)
+		}
+		return float64(s), float64(w)
+	}
+	var next atomic.Int64
+	s0, w0 := syncs()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer testenv.ReportCPU(b)()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				if err := c.Set(ctx, fmt.Sprintf("key:%05d", i%benchKeys), "fedcba9876543210", 0).Err(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if s1, w1 := syncs(); s1 > s0 {
+		b.ReportMetric((w1-w0)/(s1-s0), "writers/sync")
+	}
 }
