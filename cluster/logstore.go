@@ -70,7 +70,8 @@ func (ls *logStore) Close() error { return ls.wal.Close() }
 // it was truncated to: raft-wal (v0.4.2) truncates a head within the open
 // segment by moving its first index only, and still reads entries below
 // it from that segment. Raft must not see them, or it replays the log to
-// a follower that needs a snapshot instead.
+// a follower that needs a snapshot instead. It also fails the appends a
+// test asks it to (FailLogAppends), as a failing disk would.
 type headChecked struct {
 	*wal.WAL
 	failAppends *atomic.Int64
