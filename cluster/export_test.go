@@ -1,6 +1,11 @@
 package cluster
 
-import "bytes"
+import (
+	"bytes"
+	"errors"
+
+	"github.com/hashicorp/raft"
+)
 
 // HoldEpochEntries makes the node, when it next comes to lead, wait before
 // it proposes its epoch entry, until release is called.
@@ -39,3 +44,22 @@ func (n *Node) KeyspaceSnapshot() ([]byte, error) {
 // TransferLeadership makes the node, if it leads, hand leadership to a
 // follower and go on as one.
 func (n *Node) TransferLeadership() error { return n.raft.LeadershipTransfer().Error() }
+
+// Pipelines says whether the node's Raft transport would replicate over a
+// pipeline (hashicorp/raft asks AppendEntriesPipeline, and replicates one
+// AppendEntries at a time when it answers ErrPipelineReplicationNotSupported).
+func (n *Node) Pipelines() bool {
+	p, err := n.trans.AppendEntriesPipeline("nobody", "127.0.0.1:1")
+	if p != nil {
+		p.Close()
+	}
+	return !errors.Is(err, raft.ErrPipelineReplicationNotSupported)
+}
+
+// FailLogAppends makes the next k appends to the node's Raft log fail, as
+// a full or failing disk would: a follower then answers the leader's
+// AppendEntries with Success false, on a connection that stays up.
+func (n *Node) FailLogAppends(k int64) { n.logs.failAppends.Store(k) }
+
+// LogAppendsToFail is how many of those have not failed yet.
+func (n *Node) LogAppendsToFail() int64 { return max(n.logs.failAppends.Load(), 0) }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
@@ -32,6 +33,8 @@ const logAppendCache = 1024
 type logStore struct {
 	wal   *wal.WAL
 	cache raft.LogStore
+
+	failAppends atomic.Int64 // tests only: fail this many appends (FailLogAppends)
 }
 
 // openLogStore opens the log in raftDir/wal. A raftDir whose log is in
@@ -53,7 +56,7 @@ func openLogStore(raftDir string) (*logStore, error) {
 		return nil, fmt.Errorf("open the raft log in %s: %w", dir, err)
 	}
 	ls := &logStore{wal: w}
-	if ls.cache, err = raft.NewLogCache(logAppendCache, headChecked{w}); err != nil {
+	if ls.cache, err = raft.NewLogCache(logAppendCache, headChecked{w, &ls.failAppends}); err != nil {
 		ls.Close()
 		return nil, err
 	}
@@ -67,8 +70,24 @@ func (ls *logStore) Close() error { return ls.wal.Close() }
 // it was truncated to: raft-wal (v0.4.2) truncates a head within the open
 // segment by moving its first index only, and still reads entries below
 // it from that segment. Raft must not see them, or it replays the log to
-// a follower that needs a snapshot instead.
-type headChecked struct{ *wal.WAL }
+// a follower that needs a snapshot instead. It also fails the appends a
+// test asks it to (FailLogAppends), as a failing disk would.
+type headChecked struct {
+	*wal.WAL
+	failAppends *atomic.Int64
+}
+
+// errAppendFailed is a failure a test asked for (FailLogAppends).
+var errAppendFailed = errors.New("append failed, as a test asked")
+
+func (h headChecked) StoreLogs(logs []*raft.Log) error {
+	if h.failAppends.Load() > 0 && h.failAppends.Add(-1) >= 0 {
+		return errAppendFailed
+	}
+	return h.WAL.StoreLogs(logs)
+}
+
+func (h headChecked) StoreLog(log *raft.Log) error { return h.StoreLogs([]*raft.Log{log}) }
 
 func (h headChecked) GetLog(index uint64, log *raft.Log) error {
 	first, err := h.FirstIndex()

@@ -152,6 +152,7 @@ func Open(cfg Config) (*Node, error) {
 	layer := newRaftLayer(cfg.Addr, cfg.NodeID, cfg.Key)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: 10 * time.Second, Logger: hl,
+		MaxRPCsInFlight: rpcsInFlight,
 	})
 	return &Node{
 		cfg: cfg, log: cfg.Logger, fsm: f, layer: layer, logs: logs, snaps: snaps, trans: trans,
@@ -261,17 +262,35 @@ func (n *Node) Close() error {
 	return err
 }
 
-// raftShutdownWait bounds how long Close waits for Raft's goroutines.
+// rpcsInFlight is the transport's MaxRPCsInFlight: 1, which makes
+// its AppendEntriesPipeline answer ErrPipelineReplicationNotSupported, so
+// the leader replicates to each follower one AppendEntries at a time
+// (replicateTo). hashicorp/raft v1.7.3's pipeline can block a follower's
+// replication goroutine for good: with the default of 2 in flight, the
+// netPipeline's two channels are unbuffered; when pipelineDecode returns
+// (a failed or refused response: a follower that restarted, a log
+// mismatch, a newer term) nobody reads doneCh any more, so the pipeline's
+// decoder blocks handing it the next response, and the next pipelineSend
+// (the SEND loop's select may pick a ready trigger over the closed
+// finishCh) blocks handing its request to that decoder. Only the
+// pipeline's Close, deferred by the blocked goroutine itself, would free
+// them. While the node runs, that follower then gets heartbeats (from
+// another goroutine, so it never stands for election) but no entry again
+// while this node leads; at Shutdown, Raft waits for the goroutine for
+// ever. Group commit (group.go) puts many writes in one entry, and one
+// AppendEntries carries every entry waiting (up to MaxAppendEntries), so
+// pipelining bought nothing measurable here (bench -cluster: SET/s at 50
+// clients and one client's p50 alike within the noise, December 2026).
+const rpcsInFlight = 1
+
+// raftShutdownWait bounds how long Close waits for Raft's goroutines: a
+// last resort, should Raft's Shutdown ever wait for a goroutine that will
+// not end (as the pipeline's did, see rpcsInFlight). Close goes on
+// without it and logs an error, so the keyspace is still closed cleanly
+// and the process exits.
 const raftShutdownWait = 10 * time.Second
 
-// shutdownRaft stops Raft, waiting at most raftShutdownWait. hashicorp/raft
-// v1.7.3 can leave a leader's replication goroutine blocked for good: when
-// a follower's pipeline decoder has stopped (pipelineDecode returns on a
-// response of a newer term), pipelineSend blocks handing a request to the
-// full in-flight channel, and only the pipeline's Close, which that
-// goroutine would call, frees it; Raft's Shutdown then waits for it for
-// ever (seen as a node that did not exit after SIGTERM under torture).
-// Close goes on without it, so the keyspace is still closed cleanly.
+// shutdownRaft stops Raft, waiting at most raftShutdownWait.
 func (n *Node) shutdownRaft() error {
 	done := make(chan error, 1)
 	go func() { done <- n.raft.Shutdown().Error() }()
