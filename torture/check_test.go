@@ -53,6 +53,20 @@ func TestCheckFindsViolations(t *testing.T) {
 			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1},
 			{Kind: evGrant, ReqID: "r", LeaseID: "y", Fence: e2 + 1},
 		}, ""},
+		// The case TestTorture once saw: a grant whose reply sat unread in
+		// a frozen client, retried with the same reqid after the store had
+		// forgotten the ended lease, another reqid granted in between. A
+		// retry within the reqid window (SPEC §8) is answered the same
+		// lease, which is no violation.
+		{"one reqid, its lease answered again to a retry", []Event{
+			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1, End: 10},
+			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1, End: 300},
+		}, ""},
+		{"one reqid granted again after the store forgot it", []Event{
+			{Kind: evGrant, ReqID: "r", LeaseID: "x", Fence: e1 + 1, End: 10},
+			{Kind: evGrant, ReqID: "s", LeaseID: "y", Fence: e1 + 2, End: 1100},
+			{Kind: evGrant, ReqID: "r", LeaseID: "z", Fence: e1 + 3, End: 2300},
+		}, "LOCK-03: request id r was answered with 2 different leases in epoch 1"},
 		{"a fence nobody granted", []Event{{Kind: evHold, Client: "a", Hold: 1, Key: "k", Fence: e1 + 7, Start: 1, Deadline: 9}}, "never seen to grant"},
 		{"older fence accepted after a newer one", join(hold("a", 1, "k", e1+1, 0, 10), hold("b", 1, "k", e1+2, 20, 30), []Event{
 			write("b", 1, "k", e1+2, 21, 22, "1:2", "ok", false),

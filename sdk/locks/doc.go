@@ -120,6 +120,20 @@
 // client's ReadTimeout (read from its options, never changed; a client with
 // none waits 10 s chunks), so no read times out.
 //
+// The id is kept only while the store surely remembers it (the reqid
+// window): the store remembers an id for at least the lease's ttl after the
+// lease ends, and a grant to it came no earlier than the send of the oldest
+// HOLD not yet answered null or "superseded" (T0, the HOLD whose reply was
+// lost), so a HOLD with the id goes only while now < T0 + ttl - margin on
+// the local monotonic clock. Past that Hold starts over with a fresh id,
+// joining the line anew; a lease the lost reply may have carried is never
+// renewed and runs out (nobody works under it). Chunks follow each other
+// within the window too, and a Hold that stops waiting (ctx ended) sends no
+// probe past it. go-redis's own retries (MaxRetries) resend a HOLD at a
+// time Hold does not choose, after up to a ReadTimeout, which a paused
+// process can push past the window: set MaxRetries to -1 on the client
+// you hand OpenLock for exactly one grant per id.
+//
 // The chunks overlap, so that the place in line holds (LOCK-08): once a
 // quarter of a chunk has passed, the next HOLD goes out on another
 // connection and supersedes the blocked one, which the store answers

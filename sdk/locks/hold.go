@@ -146,24 +146,36 @@ func (l *Lock) hold(ctx context.Context, key string, fn func(context.Context, *L
 // may be a grant, and a HOLD sent long after a grant may reach a store that
 // has forgotten the reqid. A pause between the send of a successor and its
 // write to the network can still do that; the grant it gets is released.
+//
+// A reqid is kept only while the store surely remembers it (the reqid
+// window, SPEC §8): a grant to it came no earlier than notBefore, the send
+// time of the oldest HOLD not yet answered null or "superseded", and the
+// store remembers the reqid for at least the lease's ttl after the lease
+// ends, so until at least notBefore + ttl. A HOLD with the reqid is sent
+// only while now < notBefore + ttl - margin (the holder's margin, for the
+// time the HOLD takes to reach the store). Past that a lost reply is
+// retried with a fresh reqid: the Hold joins the line anew, and a lease
+// granted to the old reqid, if any, is never renewed and runs out; a reply
+// that brings it after all is kept if it comes first, released if not.
 func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string, try, shared bool) (g grant, err error) {
-	reqid := newReqID()
 	var waitUntil time.Time
 	if l.hasWait && !try {
 		waitUntil = time.Now().Add(l.wait)
 		try = l.wait < time.Millisecond
 	}
-	calls := &holdCalls{lock: l, base: base, wg: wg, key: key, reqid: reqid, shared: shared, replies: make(chan holdReply, maxInFlight)}
+	calls := &holdCalls{lock: l, base: base, wg: wg, key: key, reqid: newReqID(), shared: shared, replies: make(chan holdReply, maxInFlight)}
 	defer func() { calls.settle(g.id) }()
 
 	retryEvery := l.ttl / 10
+	window := l.reqidWindow()
 	var (
-		failingSince time.Time // the first of the failures since the last answer
-		notBefore    time.Time // no grant of reqid came before this
-		cur          holdCall  // the newest HOLD sent
-		nextAt       time.Time // when to send the next HOLD; zero: when cur answers
-		stalled      bool      // the next HOLD waits for one in flight to answer
-		curOpen      bool      // cur has not answered: the next HOLD overlaps it
+		failingSince time.Time   // the first of the failures since the last answer
+		notBefore    time.Time   // no grant of the current reqid came before this
+		oldNotBefore []time.Time // notBefore of each earlier reqid (by gen), for its grant's MaxHold
+		cur          holdCall    // the newest HOLD sent
+		nextAt       time.Time   // when to send the next HOLD; zero: when cur answers
+		stalled      bool        // the next HOLD waits for one in flight to answer
+		curOpen      bool        // cur has not answered: the next HOLD overlaps it
 	)
 	// send sends the next HOLD, waiting one chunk (or less, at the end of
 	// a bounded Wait); false if the Wait is over.
@@ -184,6 +196,13 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 			}
 			wait = min(wait, rem)
 		}
+		if !notBefore.IsZero() && !time.Now().Before(notBefore.Add(window)) {
+			// The store may have forgotten the reqid (SPEC §8): a HOLD
+			// with it could get a second lease (LOCK-03). Start over.
+			oldNotBefore = append(oldNotBefore, notBefore)
+			calls.restart()
+			notBefore = time.Time{}
+		}
 		cur, stalled, curOpen = calls.send(wait), false, true
 		if notBefore.IsZero() {
 			notBefore = cur.sent
@@ -191,7 +210,9 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 		nextAt = time.Time{}
 		last := try || (!waitUntil.IsZero() && !cur.sent.Add(wait).Before(waitUntil))
 		if !last {
-			nextAt = cur.sent.Add(wait / overlapAt)
+			// Within the window too, with room for an answer to move
+			// notBefore on before the next successor.
+			nextAt = cur.sent.Add(min(wait, window) / overlapAt)
 		}
 		return true
 	}
@@ -223,6 +244,13 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 					// after a grant that came meanwhile, and after the
 					// store forgot the reqid: a second lease (LOCK-03).
 					nextAt = time.Time{}
+				case curOpen && !time.Now().Before(notBefore.Add(window)):
+					// Answers are late (replies lost, or this process
+					// paused): cur may have been granted, and a successor
+					// may reach a store that has forgotten the reqid.
+					// cur's answer is due, within its WAIT plus the read
+					// timeout.
+					nextAt = time.Time{}
 				case calls.inFlight >= maxInFlight:
 					// Older HOLDs hang (their replies lost): the next
 					// one goes when one of them answers.
@@ -234,10 +262,22 @@ func (l *Lock) acquire(ctx, base context.Context, wg *sync.WaitGroup, key string
 			}
 		case <-ctx.Done():
 			timer.Stop()
-			return grant{}, l.abandon(ctx, calls)
+			return grant{}, l.abandon(ctx, calls, notBefore.Add(window))
 		}
 		timer.Stop()
 		calls.inFlight--
+		if r.gen != calls.gen {
+			// A HOLD of an earlier reqid: its grant is a lease as good as
+			// any; anything else it says is of no concern any more.
+			if r.ok {
+				r.notBefore = oldNotBefore[r.gen]
+				return r.grant, nil
+			}
+			if stalled {
+				nextAt, stalled = time.Now(), false
+			}
+			continue
+		}
 		newest := r.seq == cur.seq
 		if newest {
 			curOpen = false
@@ -299,6 +339,7 @@ const overlapAt = 4
 // holdCall is one HOLD that acquire sent.
 type holdCall struct {
 	seq  int
+	gen  int       // which reqid of the Hold: 0 for the first
 	sent time.Time // when it was handed to the client: no later than its send
 	wait time.Duration
 }
@@ -313,8 +354,9 @@ type holdCalls struct {
 	lock       *Lock
 	base       context.Context
 	wg         *sync.WaitGroup
-	key, reqid string
-	shared     bool // every HOLD of the reqid asks for the same kind of lease
+	key, reqid string // reqid: the current one, acquire's alone
+	gen        int    // how many times acquire drew a fresh reqid (restart)
+	shared     bool   // every HOLD of the reqid asks for the same kind of lease
 	replies    chan holdReply
 	seq        int // of the last HOLD sent
 	inFlight   int // sent and not read from replies: acquire's alone
@@ -324,15 +366,22 @@ type holdCalls struct {
 	kept    string // the lease id acquire returned; "" if none
 }
 
+// restart draws a fresh reqid for the HOLDs sent from now on.
+func (c *holdCalls) restart() {
+	c.reqid = newReqID()
+	c.gen++
+}
+
 func (c *holdCalls) send(wait time.Duration) holdCall {
 	c.seq++
 	c.inFlight++
-	call := holdCall{seq: c.seq, sent: time.Now(), wait: wait}
+	call := holdCall{seq: c.seq, gen: c.gen, sent: time.Now(), wait: wait}
+	reqid := c.reqid
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		r := c.lock.sendHold(c.base, c.key, c.reqid, wait, c.shared)
-		r.seq, r.sent = call.seq, call.sent
+		r := c.lock.sendHold(c.base, c.key, reqid, wait, c.shared)
+		r.seq, r.gen, r.sent = call.seq, call.gen, call.sent
 		c.mu.Lock()
 		if !c.settled {
 			c.replies <- r // never blocks: room for every HOLD in flight
@@ -370,8 +419,11 @@ func (c *holdCalls) settle(kept string) {
 // grant that raced in. A HOLD with the same reqid and WAIT 0 answers the
 // blocked HOLD at once (superseded), leaves the place to linger, passed
 // over, and says whether a grant came first (then it is that grant,
-// LOCK-03). abandon waits for the HOLDs still in flight too.
-func (l *Lock) abandon(ctx context.Context, calls *holdCalls) error {
+// LOCK-03). abandon waits for the HOLDs still in flight too. A probe goes
+// only before sendBy, the end of the reqid's window (SPEC §8): later, the
+// store may have forgotten the reqid and would grant the probe a second
+// lease. A lease granted before, its reply lost, runs out unrenewed.
+func (l *Lock) abandon(ctx context.Context, calls *holdCalls, sendBy time.Time) error {
 	notHeld := fmt.Errorf("%w: %s %q: %w", ErrNotHeld, l.name, calls.key, context.Cause(ctx))
 	base, wg, key, reqid := calls.base, calls.wg, calls.key, calls.reqid
 	released := map[string]bool{}
@@ -388,11 +440,14 @@ func (l *Lock) abandon(ctx context.Context, calls *holdCalls) error {
 		return r.err == nil || errors.As(r.err, &rerr)
 	}
 
-	probe := l.sendHold(base, key, reqid, 0, calls.shared)
-	if probe.ok {
-		letGo(probe.grant)
+	known, probe := false, holdReply{}
+	if time.Now().Before(sendBy) {
+		probe = l.sendHold(base, key, reqid, 0, calls.shared)
+		if probe.ok {
+			letGo(probe.grant)
+		}
+		known = decided(probe)
 	}
-	known := decided(probe)
 	for ; calls.inFlight > 0; calls.inFlight-- {
 		r := <-calls.replies
 		if r.ok {
@@ -408,6 +463,9 @@ func (l *Lock) abandon(ctx context.Context, calls *holdCalls) error {
 	}
 	for giveUp := time.Now().Add(l.ttl); !known && time.Now().Before(giveUp); {
 		time.Sleep(l.ttl / 10)
+		if !time.Now().Before(sendBy) {
+			break
+		}
 		probe = l.sendHold(base, key, reqid, 0, calls.shared)
 		if probe.ok {
 			letGo(probe.grant)

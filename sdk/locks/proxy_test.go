@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // proxy is a TCP proxy between the SDK and a server that makes network
@@ -27,6 +28,7 @@ type proxy struct {
 	pipes     map[*pipe]struct{}
 	swallow   func(req []string, reply []byte) bool
 	seen      [][]string    // every request forwarded, in order
+	seenAt    []time.Time   // when each reached the proxy
 	swallowed chan []string // the requests whose replies were swallowed
 	closed    bool
 }
@@ -92,6 +94,7 @@ func (p *proxy) up(pp *pipe) {
 		}
 		p.mu.Lock()
 		p.seen = append(p.seen, args)
+		p.seenAt = append(p.seenAt, time.Now())
 		p.mu.Unlock()
 		pp.pending <- args
 		if _, err := pp.server.Write(raw); err != nil {
@@ -170,6 +173,20 @@ func (p *proxy) requests(name string) [][]string {
 		}
 	}
 	return out
+}
+
+// requestsAt is requests with the time each reached the proxy.
+func (p *proxy) requestsAt(name string) ([][]string, []time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out [][]string
+	var at []time.Time
+	for i, r := range p.seen {
+		if len(r) > 0 && strings.EqualFold(r[0], name) {
+			out, at = append(out, r), append(at, p.seenAt[i])
+		}
+	}
+	return out, at
 }
 
 func (p *proxy) close() {

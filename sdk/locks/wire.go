@@ -36,7 +36,8 @@ type holdReply struct {
 	grant
 	ok  bool
 	err error
-	seq int // which of its reqid's HOLDs (see holdCalls)
+	seq int // which of its Hold's HOLDs (see holdCalls)
+	gen int // which of its Hold's reqids
 }
 
 // newReqID draws a request id: 128 random bits as 32 hex characters.
@@ -47,6 +48,13 @@ func newReqID() string {
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// reqidWindow is how long after notBefore (no grant to a reqid came
+// earlier) a HOLD may still carry that reqid (SPEC §8). The store remembers
+// a reqid for at least the lease's ttl after the lease ends, and the lease
+// starts at the grant, so until at least notBefore + ttl by its clock; the
+// holder's margin is for the time the HOLD takes to get there.
+func (l *Lock) reqidWindow() time.Duration { return l.ttl - l.margin }
 
 // sendHold sends LOCK.HOLD with WAIT wait, once: the client may retry on its
 // own (same reqid, so harmless, LOCK-03).

@@ -175,6 +175,14 @@ class Lock:
         timeout = self.client.get_connection_kwargs().get("socket_timeout")
         self.chunk = timeout / 2 if timeout else UNBOUNDED_CHUNK
 
+    def reqid_window(self) -> float:
+        """How long after not_before (no grant to a reqid came earlier) a
+        HOLD may still carry that reqid (SPEC §8). The store remembers a
+        reqid for at least the lease's ttl after the lease ends, and the lease
+        starts at the grant, so until at least not_before + ttl by its clock;
+        the holder's margin is for the time the HOLD takes to get there."""
+        return self.ttl - self.margin
+
     def __repr__(self) -> str:
         limit = "" if self.limit is None else f", limit={self.limit}"
         return f"Lock({self.name!r}, ttl={self.ttl:g}{limit})"
@@ -292,17 +300,30 @@ class Lock:
         reqid. A pause between the send of a successor and its write to the
         network can still do that; the grant it gets is released.
 
+        A reqid is kept only while the store surely remembers it (the reqid
+        window, SPEC §8): a grant to it came no earlier than ``not_before``,
+        the send time of the oldest HOLD not yet answered null or
+        "superseded", and the store remembers the reqid for at least the
+        lease's ttl after the lease ends, so until at least not_before + ttl.
+        A HOLD with the reqid is sent only while now < not_before + ttl -
+        margin (the holder's margin, for the time the HOLD takes to reach the
+        store). Past that a lost reply is asked again with a fresh reqid: the
+        hold joins the line anew, and a lease granted to the old reqid, if
+        any, is never renewed and runs out; a reply that brings it after all
+        is kept if it comes first, released if not.
+
         On cancellation it leaves the line and lets go of any grant that
         raced in, then re-raises."""
-        reqid = new_reqid()
         wait_until = None
         if self.wait is not None and not try_once:
             wait_until = time.monotonic() + self.wait
             try_once = self.wait < 0.001
-        calls = _HoldCalls(self, key, reqid, self._kind(shared))
+        calls = _HoldCalls(self, key, new_reqid(), self._kind(shared))
         retry_every = self.ttl / 10
+        window = self.reqid_window()
         failing_since: Optional[float] = None  # the first of the failures since the last answer
-        not_before = 0.0  # no grant of reqid came before this
+        not_before = 0.0  # no grant of the current reqid came before this
+        old_not_before: List[float] = []  # not_before of each earlier reqid (by gen), for its grant's max_hold
         cur: Optional[_HoldCall] = None  # the newest HOLD sent
         cur_open = False  # cur has not answered: the next HOLD overlaps it
         next_at: Optional[float] = None  # when to send the next HOLD; None: when one answers
@@ -321,14 +342,23 @@ class Lock:
                     if failing_since is None:
                         return False
                     # The last HOLD failed: it may have been granted. A last
-                    # try with the same reqid says.
+                    # try with the same reqid says (past the window: a
+                    # try with a fresh one).
                     rem, try_once = 0.0, True
                 wait = min(wait, rem)
+            if not_before and time.monotonic() >= not_before + window:
+                # The store may have forgotten the reqid (SPEC §8): a HOLD
+                # with it could get a second lease (LOCK-03). Start over.
+                old_not_before.append(not_before)
+                calls.restart()
+                not_before = 0.0
             cur, cur_open, stalled = calls.send(wait), True, False
             if not not_before:
                 not_before = cur.sent
             last = try_once or (wait_until is not None and cur.sent + wait >= wait_until)
-            next_at = None if last else cur.sent + wait / OVERLAP_AT
+            # Within the window too, with room for an answer to move
+            # not_before on before the next successor.
+            next_at = None if last else cur.sent + min(wait, window) / OVERLAP_AT
             return True
 
         def waited() -> NotHeldError:
@@ -354,6 +384,13 @@ class Lock:
                         # after a grant that came meanwhile, and after the
                         # store forgot the reqid: a second lease (LOCK-03).
                         next_at = None
+                    elif cur_open and time.monotonic() >= not_before + window:
+                        # Answers are late (replies lost, or this process
+                        # paused): cur may have been granted, and a successor
+                        # may reach a store that has forgotten the reqid.
+                        # cur's answer is due, within its WAIT plus the
+                        # socket timeout.
+                        next_at = None
                     elif len(calls.in_flight) >= MAX_IN_FLIGHT:
                         # Older HOLDs hang (their replies lost): the next one
                         # goes when one of them answers.
@@ -368,6 +405,17 @@ class Lock:
                                                     calls.in_flight[t].seq)):
                     call = calls.answered(t)
                     r = call.reply()
+                    if call.gen != calls.gen:
+                        # A HOLD of an earlier reqid: its grant is a lease as
+                        # good as any; anything else it says is of no concern
+                        # any more.
+                        if r.grant is not None:
+                            r.grant.not_before = old_not_before[call.gen]
+                            calls.settle(r.grant.id)
+                            return r.grant, calls
+                        if stalled:
+                            next_at, stalled = time.monotonic(), False
+                        continue
                     newest = call is cur
                     if newest:
                         cur_open = False
@@ -417,7 +465,7 @@ class Lock:
                     if final is not None:
                         break
         except asyncio.CancelledError:
-            await finish(self._abandon(key, reqid, calls))
+            await finish(self._abandon(key, calls, not_before + window))
             raise
         calls.settle(None)
         _, interrupted = await finish(calls.done())
@@ -425,12 +473,17 @@ class Lock:
             raise asyncio.CancelledError()
         raise final
 
-    async def _abandon(self, key: Key, reqid: str, calls: "_HoldCalls") -> None:
-        """Stops waiting for reqid, and lets go of any grant that raced in. A
-        HOLD with the same reqid and WAIT 0 answers the blocked HOLD at once
-        (superseded) and leaves the place to linger, passed over; it says
-        whether a grant came first (then it is that grant, LOCK-03). It waits
-        for the HOLDs still in flight too."""
+    async def _abandon(self, key: Key, calls: "_HoldCalls", send_by: float) -> None:
+        """Stops waiting for the calls' reqid, and lets go of any grant that
+        raced in. A HOLD with the same reqid and WAIT 0 answers the blocked
+        HOLD at once (superseded) and leaves the place to linger, passed
+        over; it says whether a grant came first (then it is that grant,
+        LOCK-03). It waits for the HOLDs still in flight too. A probe goes
+        only before send_by, the end of the reqid's window (SPEC §8): later,
+        the store may have forgotten the reqid and would grant the probe a
+        second lease. A lease granted before, its reply lost, runs out
+        unrenewed."""
+        reqid = calls.reqid
         released = set()
 
         async def let_go(g: Optional[Grant]) -> None:
@@ -443,9 +496,11 @@ class Lock:
             # reqid stands; one lost on the way does not.
             return r.error is None or isinstance(r.error, ResponseError)
 
-        probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold, calls.kind)
-        await let_go(probe.grant)
-        known = decided(probe)
+        known, probe = False, HoldReply(sent=time.monotonic())
+        if time.monotonic() < send_by:
+            probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold, calls.kind)
+            await let_go(probe.grant)
+            known = decided(probe)
         left = list(calls.in_flight)
         if left:
             await asyncio.wait(left)
@@ -461,6 +516,8 @@ class Lock:
         give_up = time.monotonic() + self.ttl
         while not known and time.monotonic() < give_up:
             await asyncio.sleep(self.ttl / 10)
+            if time.monotonic() >= send_by:
+                break
             probe = await send_hold(self.client, self.name, key, reqid, self.ttl, 0, self.max_hold, calls.kind)
             await let_go(probe.grant)
             known = decided(probe)
@@ -544,8 +601,9 @@ OVERLAP_AT = 4
 class _HoldCall:
     """One HOLD that _acquire sent, in a task of its own."""
 
-    def __init__(self, seq: int, wait: float, task: asyncio.Task[HoldReply]):
+    def __init__(self, seq: int, gen: int, wait: float, task: asyncio.Task[HoldReply]):
         self.seq = seq
+        self.gen = gen  # which reqid of the hold: 0 for the first
         self.sent = time.monotonic()  # when it was handed to its task: no later than its send
         self.wait = wait
         self.task = task
@@ -564,6 +622,7 @@ class _HoldCalls:
         self.lock, self.key, self.reqid, self.kind = lock, key, reqid, kind
         self.in_flight: Dict[asyncio.Task[HoldReply], _HoldCall] = {}  # sent and not yet read by _acquire
         self._seq = 0
+        self.gen = 0  # how many times _acquire drew a fresh reqid
         self._settling: Optional[asyncio.Task[None]] = None
 
     def send(self, wait: float) -> _HoldCall:
@@ -571,9 +630,14 @@ class _HoldCalls:
         self._seq += 1
         task = asyncio.create_task(send_hold(lk.client, lk.name, self.key, self.reqid, lk.ttl, wait, lk.max_hold,
                                              self.kind))
-        call = _HoldCall(self._seq, wait, task)
+        call = _HoldCall(self._seq, self.gen, wait, task)
         self.in_flight[task] = call
         return call
+
+    def restart(self) -> None:
+        """Draws a fresh reqid for the HOLDs sent from now on."""
+        self.reqid = new_reqid()
+        self.gen += 1
 
     def answered(self, t: asyncio.Task[HoldReply]) -> _HoldCall:
         return self.in_flight.pop(t)

@@ -1,6 +1,7 @@
 """An asyncio TCP proxy for the tests: swallowed replies, latency, cuts."""
 
 import asyncio
+import time
 from typing import Callable, List, Optional, Set
 
 from conftest import Server
@@ -19,6 +20,7 @@ class Proxy:
         self.delay = 0.0
         self.hold_back: Optional[Callable[[bytes], float]] = None
         self.requests: List[bytes] = []
+        self.request_times: List[float] = []  # when each request reached the proxy (monotonic)
         self.writers: Set[asyncio.StreamWriter] = set()
         self.pumps: Set[asyncio.Task] = set()
         self.server: Optional[asyncio.base_events.Server] = None
@@ -40,6 +42,7 @@ class Proxy:
             while data := await cr.read(65536):
                 last[0] = data
                 self.requests.append(data)
+                self.request_times.append(time.monotonic())
                 delay = self.delay + (self.hold_back(data) if self.hold_back is not None else 0.0)
                 if delay:
                     await asyncio.sleep(delay)

@@ -7,6 +7,8 @@ import time
 
 import pytest
 import redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 import tenure_locks
 from conftest import Server, holding, key_info, lock_stats, until, users_file, waiters_are
@@ -110,3 +112,105 @@ async def test_cancel_releases_a_racing_grant(server, proxy, clients, admin):
     assert not ran
     assert fence > b_fence
     assert got - cancelled < 1.0, f"the next waiter got the key {got - cancelled:.3f}s after the cancel"
+
+
+# The reqid window (SPEC §8, LOCK-03): the store remembers a reqid until at
+# least a ttl after the earliest time a grant to it can have come (the send
+# of the oldest HOLD not answered null or "superseded"); the SDK sends a HOLD
+# with that reqid only before that time less the holder's margin, and past it
+# asks again with a fresh reqid.
+
+REQID = re.compile(rb"\$32\r\n([0-9a-f]{32})\r\n")
+# redis-py's own retries (the default from redis-py 6) would send a timed-out
+# HOLD again, with its reqid, at a time the SDK does not choose: off, as the
+# README tells users.
+NO_RETRY = Retry(NoBackoff(), 0)
+
+
+class GrantsByReqID:
+    """The lease ids each reqid was answered with, from every HOLD reply the
+    proxy forwards or swallows; swallow(req, reply) also says whether to
+    swallow it (lose(reqid))."""
+
+    def __init__(self) -> None:
+        self.leases: dict = {}
+        self.lost_reqid = None
+        self.lost_at = 0.0
+
+    def swallow(self, req: bytes, reply: bytes) -> bool:
+        if not is_hold(req):
+            return False
+        reqid = REQID.findall(req)[0]
+        if reply.startswith(b"*3"):
+            self.leases.setdefault(reqid, set()).add(REQID.findall(reply)[0])
+        if self.lost_reqid is None:
+            self.lost_reqid, self.lost_at = reqid, time.monotonic()
+        return reqid == self.lost_reqid
+
+    def one_each(self) -> None:
+        for reqid, leases in self.leases.items():
+            assert len(leases) == 1, f"LOCK-03: reqid {reqid!r} was granted {len(leases)} leases"
+
+
+def held_within(proxy, window: float) -> list:
+    """Checks that every HOLD of each reqid reached the store before its
+    first + window (none was answered null or superseded here, so the
+    first HOLD starts the window); returns the reqids in order of first use."""
+    first: dict = {}
+    for req, at in zip(proxy.requests, proxy.request_times):
+        if not is_hold(req):
+            continue
+        reqid = REQID.findall(req)[0]
+        if reqid not in first:
+            first[reqid] = at
+        else:
+            assert at - first[reqid] < window, \
+                f"a HOLD with reqid {reqid!r} reached the store {at - first[reqid]:.3f}s after its first"
+    return list(first)
+
+
+async def test_lost_replies_past_the_reqid_window_use_a_fresh_reqid(server, proxy, clients, admin):
+    """Every reply to the first reqid's HOLDs is lost (granted at once; the
+    later chunks are answered the same lease). The SDK asks again with that
+    reqid within its window only, then with a fresh one, granted once the
+    orphan lease has run out: two grants, one per reqid."""
+    c = clients("127.0.0.1", proxy.port, socket_timeout=0.95, retry=NO_RETRY)  # chunks of 475 ms
+    lk = tenure_locks.Store(c).lock("window", ttl="1s")
+    g = GrantsByReqID()
+    proxy.swallow = g.swallow
+    grants = (await lock_stats(admin))["grants_total"]
+    async with lk.hold("k") as lease:
+        ran = time.monotonic()
+        assert (await key_info(admin, "window", "k"))["fence"] == lease.fence
+    reqids = held_within(proxy, 1.0 - 0.1)
+    assert len(reqids) == 2 and reqids[0] == g.lost_reqid, f"reqids {reqids}: want the lost one, then a fresh one"
+    g.one_each()
+    assert (await lock_stats(admin))["grants_total"] == grants + 2
+    assert ran - g.lost_at >= 1.0 - 0.05, "fn ran before the orphan lease ran out"
+
+
+async def test_cancel_past_the_reqid_window_sends_no_probe(server, proxy, clients, admin):
+    """A hold cancelled after its reqid's window, its grant's replies lost,
+    sends no probe with that reqid: the store may have forgotten it and
+    would grant the probe a second lease. The orphan runs out unrenewed."""
+    c = clients("127.0.0.1", proxy.port, socket_timeout=2.0, retry=NO_RETRY)
+    lk = tenure_locks.Store(c).lock("window", ttl="1s")
+    g = GrantsByReqID()
+    proxy.swallow = lambda req, reply: g.swallow(req, reply) or is_hold(req)
+    grants = (await lock_stats(admin))["grants_total"]
+
+    async def hold() -> None:
+        async with lk.hold("k"):
+            pytest.fail("the block ran on a grant whose every reply was lost")
+
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(hold(), 1.2)
+    assert len(held_within(proxy, 1.0 - 0.1)) == 1
+    g.one_each()
+    assert (await lock_stats(admin))["grants_total"] == grants + 1
+
+    async def free() -> bool:
+        info = await key_info(admin, "window", "k")
+        return info is None or info["fence"] == 0
+
+    await until("the orphan lease to run out", free, timeout=3.0)

@@ -7,7 +7,7 @@
 //! pub/sub, or anything the redis crate's own connections do better.
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::{ConnectionLike, RedisError, RedisResult};
 
@@ -128,6 +128,13 @@ impl Options {
 }
 
 /// The connections of one store.
+/// How soon a command on an idle connection must fail for the pool to take
+/// it as one the store had closed while it sat idle, and send it again: a
+/// closed peer answers at once, with end of file or a reset. Well under the
+/// smallest holder's margin (a tenth of the 1 s minimum ttl), so that a HOLD
+/// sent again still reaches the store within its request id's window.
+const IDLE_CLOSED_WITHIN: Duration = Duration::from_millis(50);
+
 pub(crate) struct Pool {
     dial: Box<dyn Dial>,
     pub(crate) options: Options,
@@ -161,6 +168,7 @@ impl Pool {
     /// [`call`](Pool::call) of a command already built.
     pub(crate) fn call_cmd(&self, cmd: &redis::Cmd) -> RedisResult<redis::Value> {
         if let Some(conn) = self.take_idle() {
+            let sent = Instant::now();
             match self.send(conn, cmd) {
                 // A connection the store closed while it sat idle (a cut, a
                 // restart) fails at once, with end of file or a reset: the
@@ -168,7 +176,12 @@ impl Pool {
                 // connection. (Checking each idle connection with a PING
                 // first would cost a round trip on every command, and a
                 // waiting HOLD's successor must reach the store in time.)
-                Err(e) if e.is_connection_dropped() => {}
+                // Only at once: a connection cut while the command waited
+                // (a HOLD in line, its grant's reply lost) may have served
+                // it, and a HOLD sent again long after its first may reach a
+                // store that has forgotten its request id (SPEC §8, LOCK-03);
+                // the SDK retries that itself, within the id's window.
+                Err(e) if e.is_connection_dropped() && sent.elapsed() < IDLE_CLOSED_WITHIN => {}
                 r => return r,
             }
         }

@@ -112,6 +112,18 @@
 //! a chunk of half the read timeout ([`Options::read_timeout`]), so that no
 //! read times out.
 //!
+//! The id is kept only while the store surely remembers it (the request-id
+//! window, SPEC §8): a grant to it came no earlier than T0, the send of the
+//! oldest HOLD not yet answered null or `superseded` (the HOLD whose answer
+//! was lost), and the store remembers the id for at least a ttl after the
+//! lease ends, so a HOLD with it goes only while now < T0 + ttl - margin.
+//! Past that the hold starts over with a fresh id, joining the line anew; a
+//! lease the lost answer may have carried is never renewed and runs out.
+//! Chunks follow each other within the window too, a hold that stops
+//! waiting sends no probe past it, and the pool sends a command again on a
+//! new connection only when one taken idle fails at once (closed while
+//! idle), never after a HOLD waited.
+//!
 //! The chunks overlap, so that the place in line holds (LOCK-08): once a
 //! quarter of a chunk has passed, the next HOLD goes out on another
 //! connection and supersedes the blocked one, which the store answers

@@ -404,6 +404,18 @@ impl Lock {
     /// that has forgotten the request id. A pause between the send of a
     /// successor and its write to the network can still do that; the grant
     /// it gets is released.
+    ///
+    /// A request id is kept only while the store surely remembers it (the
+    /// request-id window, SPEC §8): a grant to it came no earlier than
+    /// `not_before`, the send time of the oldest HOLD not yet answered null
+    /// or "superseded", and the store remembers the id for at least the
+    /// lease's ttl after the lease ends, so until at least not_before + ttl.
+    /// A HOLD with the id is sent only while now < not_before + ttl -
+    /// margin (the holder's margin, for the time the HOLD takes to reach the
+    /// store). Past that a lost answer is asked again with a fresh id: the
+    /// hold joins the line anew, and a lease granted to the old id, if any,
+    /// is never renewed and runs out; an answer that brings it after all is
+    /// kept if it comes first, let go if not.
     fn acquire<'scope, 'env>(
         &'env self,
         s: &'scope Scope<'scope, 'env>,
@@ -412,7 +424,12 @@ impl Lock {
         shared: bool,
         cancel: Option<&Cancel>,
     ) -> Result<Grant, Error> {
-        let reqid = new_reqid()?;
+        let mut reqid = new_reqid()?;
+        // how many times a fresh request id was drawn, and the not_before
+        // of each earlier one (for its grant's MaxHold)
+        let mut gen: u64 = 0;
+        let mut old_not_before: Vec<Instant> = Vec::new();
+        let window = self.reqid_window();
         let start = Instant::now();
         let wait_until = match self.wait {
             _ if try_once => Some(start),
@@ -432,7 +449,7 @@ impl Lock {
         // when the next HOLD is due; None: when an answer comes
         let mut next_send = Some(start);
         let mut failing_since: Option<Instant> = None;
-        // no grant of reqid came before this
+        // no grant of the current request id came before this
         let mut not_before: Option<Instant> = None;
         // the newest HOLD sent, and whether it has yet to answer (then the
         // next one overlaps it)
@@ -460,6 +477,27 @@ impl Lock {
                             next_send = None;
                             continue;
                         }
+                        let past_window = not_before.is_some_and(|t| now >= t + window);
+                        if past_window && cur_open {
+                            // Answers are late (lost, or this process
+                            // paused): cur may have been granted, and a
+                            // successor may reach a store that has
+                            // forgotten the request id. cur's answer is
+                            // due.
+                            next_send = None;
+                            continue;
+                        }
+                        if past_window {
+                            // The store may have forgotten the request id
+                            // (SPEC §8): a HOLD with it could get a second
+                            // lease (LOCK-03). Start over.
+                            reqid = match new_reqid() {
+                                Ok(r) => r,
+                                Err(e) => break Err(e),
+                            };
+                            gen += 1;
+                            old_not_before.extend(not_before.take());
+                        }
                         let wait = match wait_until {
                             Some(until) => self.chunk.min(until.saturating_duration_since(now)),
                             None => self.chunk,
@@ -476,13 +514,15 @@ impl Lock {
                         next_send = match wait_until {
                             _ if wait.is_zero() => None,
                             Some(until) if now + wait >= until => None,
-                            _ => Some(now + wait / OVERLAP_AT),
+                            // Within the window too, with room for an
+                            // answer to move not_before on first.
+                            _ => Some(now + wait.min(window) / OVERLAP_AT),
                         };
                         in_flight += 1;
                         let (tx, reqid, call) = (tx.clone(), reqid.clone(), cur);
                         s.spawn(move || {
                             let out = call.stamp(self.send_hold(key, &reqid, call.wait, shared));
-                            let _ = tx.send(Arrival::Answer(call.seq, out));
+                            let _ = tx.send(Arrival::Answer(call.seq, gen, out));
                         });
                         continue;
                     }
@@ -495,11 +535,27 @@ impl Lock {
                 },
                 None => rx.recv().expect("acquire holds a sender"),
             };
-            let (seq, out) = match arrival {
-                Arrival::Answer(seq, out) => (seq, out),
-                Arrival::Cancelled => break Err(self.abandon(s, key, &reqid, shared, retry_every)),
+            let (seq, from, out) = match arrival {
+                Arrival::Answer(seq, from, out) => (seq, from, out),
+                Arrival::Cancelled => {
+                    let send_by = not_before.map(|t| t + window);
+                    break Err(self.abandon(s, key, &reqid, shared, retry_every, send_by));
+                }
             };
             in_flight -= 1;
+            if from != gen {
+                // A HOLD of an earlier request id: its grant is a lease as
+                // good as any; anything else it says is of no concern any
+                // more.
+                if let Ok(Some(mut g)) = out.result {
+                    g.not_before = old_not_before[from as usize];
+                    break Ok(g);
+                }
+                if in_flight == 0 && next_send.is_none() {
+                    next_send = Some(Instant::now());
+                }
+                continue;
+            }
             let newest = seq == cur.seq;
             if newest {
                 cur_open = false;
@@ -579,7 +635,7 @@ impl Lock {
         let settle = move || {
             let mut outstanding = in_flight;
             while outstanding > 0 {
-                if let Arrival::Answer(_, out) =
+                if let Arrival::Answer(_, _, out) =
                     rx.recv().expect("each HOLD outstanding holds a sender")
                 {
                     outstanding -= 1;
@@ -600,12 +656,25 @@ impl Lock {
         result
     }
 
+    /// How long after `not_before` (no grant to a request id came earlier)
+    /// a HOLD may still carry that id (SPEC §8). The store remembers an id
+    /// for at least the lease's ttl after the lease ends, and the lease
+    /// starts at the grant, so until at least not_before + ttl by its clock;
+    /// the holder's margin is for the time the HOLD takes to get there.
+    fn reqid_window(&self) -> Duration {
+        self.ttl - self.margin
+    }
+
     /// Stops waiting for reqid when the hold is cancelled. A HOLD with the
     /// same reqid and WAIT 0 answers the blocked one at once (superseded),
     /// leaves the place to linger, passed over, and says whether a grant
     /// came first (then it is that grant, LOCK-03, and it is let go). An
     /// answer lost on the way says nothing: it is asked again, until the
     /// store answers or a ttl has passed (any grant has run out by then).
+    /// A probe goes only before `send_by`, the end of the request id's
+    /// window (SPEC §8): later, the store may have forgotten the id and
+    /// would grant the probe a second lease. A lease granted before, its
+    /// answer lost, runs out unrenewed.
     fn abandon<'scope, 'env>(
         &'env self,
         s: &'scope Scope<'scope, 'env>,
@@ -613,9 +682,10 @@ impl Lock {
         reqid: &str,
         shared: bool,
         retry_every: Duration,
+        send_by: Option<Instant>,
     ) -> Error {
         let give_up = Instant::now() + self.ttl;
-        loop {
+        while send_by.is_none_or(|t| Instant::now() < t) {
             let probe = self.send_hold(key, reqid, Duration::ZERO, shared);
             match probe.result {
                 Ok(Some(g)) => {
@@ -755,7 +825,9 @@ impl Lock {
 /// What a waiting hold hears: a HOLD's answer (with its number), or its
 /// cancellation.
 pub(crate) enum Arrival {
-    Answer(u64, Outcome<Option<Grant>>),
+    /// a HOLD's answer: its seq, which request id of the hold it carried
+    /// (0 for the first), and what it got
+    Answer(u64, u64, Outcome<Option<Grant>>),
     Cancelled,
 }
 

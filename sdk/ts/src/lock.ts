@@ -303,18 +303,31 @@ export class Lock {
    * answer comes first, as it may be the grant, and a HOLD sent long after
    * a grant may reach a store that has forgotten the request id. A grant
    * other than the one kept, from such a HOLD, is let go.
+   *
+   * A request id is kept only while the store surely remembers it (the
+   * request-id window, SPEC §8): a grant to it came no earlier than
+   * notBefore, the send time of the oldest HOLD not yet answered null or
+   * "superseded", and the store remembers the id for at least the lease's
+   * ttl after the lease ends, so until at least notBefore + ttl. A HOLD with
+   * the id is sent only while now < notBefore + ttl - margin (the holder's
+   * margin, for the time the HOLD takes to reach the store). Past that a
+   * lost answer is asked again with a fresh id: the hold joins the line
+   * anew, and a lease granted to the old id, if any, is never renewed and
+   * runs out; an answer that brings it after all is kept if it comes first,
+   * let go if not.
    */
   async #acquire(what: string, key: string, shared: boolean, tryOnce: boolean, signal?: AbortSignal): Promise<Grant> {
-    const reqid = randomBytes(16).toString('hex');
     const waitUntil = tryOnce ? now() : this.#wait === undefined ? undefined : now() + this.#wait;
     let last = tryOnce || this.#wait === 0; // the next HOLD is the last try
     const retryEvery = Math.min(this.ttl / 10, maxWaitRetry);
-    const calls = new HoldCalls(this, new Conns(this.#driver), key, reqid, shared);
+    const window = this.reqidWindow();
+    const calls = new HoldCalls(this, new Conns(this.#driver), key, newReqID(), shared);
     const onAbort = () => calls.box.push({ cancelled: true });
     signal?.addEventListener('abort', onAbort, { once: true });
 
     let failingSince: number | undefined; // the first of the failures since the last answer
-    let notBefore: number | undefined; // no grant of reqid came before this
+    let notBefore: number | undefined; // no grant of the current request id came before this
+    const oldNotBefore: number[] = []; // notBefore of each earlier request id (by gen), for its grant's maxHold
     let cur: HoldCall = { seq: 0, sent: 0, wait: 0, open: false }; // the newest HOLD sent
     let nextAt: number | undefined; // when to send the next HOLD; undefined: when cur answers
     // Sends the next HOLD, one chunk (or less, at the end of a bounded
@@ -327,16 +340,26 @@ export class Lock {
         if (rem <= 0) {
           if (failingSince === undefined) return false;
           // The last HOLD failed: it may have been granted. A last try
-          // with the same request id says.
+          // with the same request id says (past the window: a try with a
+          // fresh one).
           rem = 0;
           last = true;
         }
         wait = Math.min(wait, rem);
       }
+      if (notBefore !== undefined && now() >= notBefore + window) {
+        // The store may have forgotten the request id (SPEC §8): a HOLD
+        // with it could get a second lease (LOCK-03). Start over.
+        oldNotBefore.push(notBefore);
+        calls.restart();
+        notBefore = undefined;
+      }
       cur = calls.send(wait);
       notBefore ??= cur.sent;
       const final = last || (waitUntil !== undefined && cur.sent + wait >= waitUntil);
-      nextAt = final ? undefined : cur.sent + wait / overlapAt;
+      // Within the window too, with room for an answer to move notBefore
+      // on before the next successor.
+      nextAt = final ? undefined : cur.sent + Math.min(wait, window) / overlapAt;
       return true;
     };
     const waited = () => new NotHeldError(tryOnce || this.#wait === 0
@@ -353,6 +376,11 @@ export class Lock {
           // cur's WAIT has run out: too late to overlap it (this process
           // paused, or is overloaded), and its answer is due.
           nextAt = undefined;
+        } else if (cur.open && now() >= notBefore! + window) {
+          // Answers are late (replies lost, or this process paused): cur
+          // may have been granted, and a successor may reach a store that
+          // has forgotten the request id. cur's answer is due.
+          nextAt = undefined;
         } else if (calls.inFlight >= maxHoldsInFlight) {
           nextAt = undefined; // older HOLDs hang: the next goes when one answers
           calls.stalled = true;
@@ -362,11 +390,24 @@ export class Lock {
         continue;
       }
       if ('cancelled' in a) {
-        result = { error: await this.#abandon(what, calls, retryEvery, signal!) };
+        result = { error: await this.#abandon(what, calls, retryEvery, signal!, notBefore! + window) };
         break;
       }
       calls.inFlight--;
       const out = a.out;
+      if (a.gen !== calls.gen) {
+        // A HOLD of an earlier request id: its grant is a lease as good as
+        // any; anything else it says is of no concern any more.
+        if (out.ok && out.grant !== null) {
+          result = { grant: { ...out.grant, notBefore: oldNotBefore[a.gen] } };
+          break;
+        }
+        if (calls.stalled) {
+          calls.stalled = false;
+          nextAt = now();
+        }
+        continue;
+      }
       const newest = a.seq === cur.seq;
       if (newest) cur.open = false;
       if (out.ok && out.grant !== null) {
@@ -422,11 +463,15 @@ export class Lock {
    * leaves the place to linger, passed over, and says whether a grant came
    * first (then it is that grant, LOCK-03, and it is let go). An answer lost
    * on the way says nothing: it is asked again until the store answers or
-   * a ttl has passed (any grant has run out by then).
+   * a ttl has passed (any grant has run out by then). A probe goes only
+   * before sendBy, the end of the request id's window (SPEC §8): later, the
+   * store may have forgotten the id and would grant the probe a second
+   * lease. A lease granted before, its answer lost, runs out unrenewed.
    */
-  async #abandon(what: string, calls: HoldCalls, retryEvery: number, signal: AbortSignal): Promise<Error> {
+  async #abandon(what: string, calls: HoldCalls, retryEvery: number, signal: AbortSignal, sendBy: number): Promise<Error> {
     const giveUp = now() + this.ttl;
     for (;;) {
+      if (now() >= sendBy) break;
       const probe = await this.sendHold(calls.conns, calls.key, calls.reqid, 0, calls.shared);
       if (probe.ok) {
         if (probe.grant !== null) await this.release(probe.grant.id, probe.grant.received + probe.grant.left);
@@ -436,6 +481,17 @@ export class Lock {
       await sleep(retryEvery);
     }
     return new NotHeldError(`${what}: aborted while waiting in line`, { cause: signal.reason });
+  }
+
+  /**
+   * @internal How long after notBefore (no grant to a request id came
+   * earlier) a HOLD may still carry that id (SPEC §8). The store remembers
+   * an id for at least the lease's ttl after the lease ends, and the lease
+   * starts at the grant, so until at least notBefore + ttl by its clock; the
+   * holder's margin is for the time the HOLD takes to get there.
+   */
+  reqidWindow(): number {
+    return this.ttl - this.margin;
   }
 
   /**
@@ -557,7 +613,7 @@ export class Lock {
 }
 
 type HoldOutcome = { ok: true; sent: number; grant: Grant | null } | { ok: false; sent: number; error: unknown };
-type Arrival = { seq: number; out: HoldOutcome } | { cancelled: true };
+type Arrival = { seq: number; gen: number; out: HoldOutcome } | { cancelled: true };
 
 /** One HOLD that acquire sent. */
 interface HoldCall {
@@ -580,19 +636,28 @@ class HoldCalls {
   /** the next HOLD waits for one in flight to answer */
   stalled = false;
   #seq = 0;
+  /** how many times acquire drew a fresh request id (restart) */
+  gen = 0;
   #settled = false;
   #kept: string | undefined;
 
   constructor(
-    readonly lock: Lock, readonly conns: Conns, readonly key: string, readonly reqid: string, readonly shared: boolean,
+    readonly lock: Lock, readonly conns: Conns, readonly key: string, public reqid: string, readonly shared: boolean,
   ) {}
+
+  /** Draws a fresh request id for the HOLDs sent from now on. */
+  restart(): void {
+    this.reqid = newReqID();
+    this.gen++;
+  }
 
   send(wait: number): HoldCall {
     const call = { seq: ++this.#seq, sent: now(), wait, open: true };
+    const gen = this.gen;
     this.inFlight++;
     void this.lock.sendHold(this.conns, this.key, this.reqid, wait, this.shared).then(async (out) => {
       if (!this.#settled) {
-        this.box.push({ seq: call.seq, out });
+        this.box.push({ seq: call.seq, gen, out });
         return;
       }
       this.inFlight--;
@@ -625,6 +690,9 @@ class HoldCalls {
 }
 
 const isLost = (e: unknown) => lostReason(e) !== undefined;
+
+/** A request id: 128 random bits as 32 hex characters. */
+const newReqID = () => randomBytes(16).toString('hex');
 
 function refused(what: string, e: unknown): Error {
   const line = e instanceof ReplyError ? e.message : describe(e);

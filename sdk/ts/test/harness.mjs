@@ -175,6 +175,7 @@ export class Proxy {
       let lastCmd = '';
       client.on('data', (d) => {
         p.count(d, p.sentCounts);
+        p.commands.push({ text: d.toString('latin1'), at: performance.now() });
         lastCmd = d.toString('latin1');
         if (p.swallow && p.swallow(d.toString('latin1'))) {
           p.swallow = null;
@@ -203,6 +204,7 @@ export class Proxy {
       upstream.on('error', close);
     });
     p.swallowed = 0;
+    p.commands = []; // every command's text and when it reached the proxy
     p.watched = [];
     p.sentCounts = new Map(); // watched text -> times seen in commands
     p.answerCounts = new Map(); // watched text -> times seen in replies

@@ -316,6 +316,100 @@ export function suite(kindName) {
       }
     });
 
+    // The request-id window (SPEC §8, LOCK-03): the store remembers a
+    // request id until at least a ttl after the earliest time a grant to it
+    // can have come (the send of the oldest HOLD not answered null or
+    // "superseded"); the SDK sends a HOLD with that id only before that time
+    // less the holder's margin, and past it asks again with a fresh id.
+    const reqidOf = (text) => /\$32\r\n([0-9a-f]{32})\r\n/.exec(text)?.[1];
+    // Notes the lease ids each request id's HOLDs were answered with, and
+    // swallows every reply to the first request id's HOLDs.
+    const loseFirstReqID = (proxy, name) => {
+      const g = { leases: new Map(), lost: undefined, lostAt: 0 };
+      proxy.swallowReplyIf((cmd, reply) => {
+        if (!cmd.includes('LOCK.HOLD') || !cmd.includes(name)) return false;
+        const reqid = reqidOf(cmd);
+        if (reply.startsWith('*')) {
+          if (!g.leases.has(reqid)) g.leases.set(reqid, new Set());
+          g.leases.get(reqid).add(reqidOf(reply));
+        }
+        if (g.lost === undefined) [g.lost, g.lostAt] = [reqid, performance.now()];
+        return reqid === g.lost;
+      });
+      return g;
+    };
+    const oneLeaseEach = (g) => {
+      for (const [reqid, leases] of g.leases) assert.equal(leases.size, 1, `LOCK-03: request id ${reqid} was granted ${leases.size} leases`);
+    };
+    // Every HOLD of each request id reached the store before its first +
+    // window (none was answered null or superseded here); the ids in order.
+    const heldWithin = (proxy, name, window) => {
+      const first = new Map();
+      for (const { text, at } of proxy.commands) {
+        if (!text.includes('LOCK.HOLD') || !text.includes(name)) continue;
+        const reqid = reqidOf(text);
+        if (!first.has(reqid)) first.set(reqid, at);
+        else assert.ok(at - first.get(reqid) < window, `a HOLD with request id ${reqid} reached the store ${(at - first.get(reqid)).toFixed(0)} ms after its first`);
+      }
+      return [...first.keys()];
+    };
+
+    test('answers lost past the request-id window: asked again with a fresh id, one lease per id (SPEC §8, LOCK-03)', async () => {
+      const own = await Server.start();
+      const proxy = await Proxy.start(own.port);
+      const admin = await connect(own.port);
+      try {
+        const name = lockName('window');
+        const lock = tenure(await connect(proxy.port)).lock(name, { ttl: '1s' });
+        const grants = Number((await lockInfo(kind, admin)).grants_total);
+        const g = loseFirstReqID(proxy, name);
+        // The first id's HOLDs (granted at once, its later chunks answered
+        // the same lease) are cut off 950 ms after the grant: past the window.
+        const cutter = (async () => {
+          await until(async () => g.lost !== undefined, 3000, 'the lost grant');
+          await sleep(950 - (performance.now() - g.lostAt));
+          proxy.cut();
+        })();
+        let ranAt;
+        await lock.hold('k', async (lease) => {
+          ranAt = performance.now();
+          assert.equal(BigInt((await keyInfo(kind, admin, name, 'k')).fence), lease.fence);
+        });
+        await cutter;
+        const reqids = heldWithin(proxy, name, 900);
+        assert.deepEqual(reqids.length, 2, `request ids ${reqids}: the lost one, then a fresh one`);
+        assert.equal(reqids[0], g.lost);
+        oneLeaseEach(g);
+        assert.equal(Number((await lockInfo(kind, admin)).grants_total) - grants, 2, "the orphan's grant and fn's");
+        assert.ok(ranAt - g.lostAt >= 950, 'fn ran before the orphan lease ran out');
+      } finally {
+        proxy.close();
+        await own.stop();
+      }
+    });
+
+    test('aborted past the request-id window, its grant lost: no probe with that id (SPEC §8, LOCK-03)', async () => {
+      const own = await Server.start();
+      const proxy = await Proxy.start(own.port);
+      const admin = await connect(own.port);
+      try {
+        const name = lockName('window');
+        const lock = tenure(await connect(proxy.port)).lock(name, { ttl: '1s' });
+        const grants = Number((await lockInfo(kind, admin)).grants_total);
+        const g = loseFirstReqID(proxy, name);
+        await assert.rejects(
+          lock.hold('k', () => assert.fail('fn ran on a grant whose every answer was lost'), { signal: AbortSignal.timeout(1200) }),
+          (e) => e instanceof NotHeldError);
+        assert.equal(heldWithin(proxy, name, 900).length, 1);
+        oneLeaseEach(g);
+        assert.equal(Number((await lockInfo(kind, admin)).grants_total) - grants, 1);
+        await until(async () => ((await keyInfo(kind, admin, name, 'k'))?.fence ?? 0) === 0, 3000, 'the orphan lease to run out');
+      } finally {
+        proxy.close();
+        await own.stop();
+      }
+    });
+
     test('MaxHold counts from the oldest chunk that may have been granted: its grant lost, a later chunk gets the same lease (LOCK-07, LOCK-03)', async () => {
       const proxy = await Proxy.start(server.port);
       try {

@@ -15,4 +15,5 @@ mod kinds;
 mod lost;
 #[cfg(feature = "tokio")]
 mod on_tokio;
+mod reqidwindow;
 mod tls;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::resp::{self, Value};
 
@@ -34,6 +34,8 @@ struct Shared {
     swallow: Mutex<Option<Swallow>>,
     delay: Mutex<Option<Delay>>,
     seen: Mutex<Vec<Vec<String>>>,
+    /// when each of seen reached the proxy
+    seen_at: Mutex<Vec<Instant>>,
     swallowed: Mutex<Sender<Vec<String>>>,
 }
 
@@ -49,6 +51,7 @@ impl Proxy {
             swallow: Mutex::new(None),
             delay: Mutex::new(None),
             seen: Mutex::new(Vec::new()),
+            seen_at: Mutex::new(Vec::new()),
             swallowed: Mutex::new(tx),
         });
         let sh = shared.clone();
@@ -111,6 +114,20 @@ impl Proxy {
         seen.iter()
             .filter(|r| r.first().is_some_and(|c| c.eq_ignore_ascii_case(name)))
             .cloned()
+            .collect()
+    }
+}
+
+impl Proxy {
+    /// The forwarded requests of the command `name`, each with when it
+    /// reached the proxy.
+    pub fn requests_at(&self, name: &str) -> Vec<(Vec<String>, Instant)> {
+        let seen = self.shared.seen.lock().unwrap();
+        let at = self.shared.seen_at.lock().unwrap();
+        seen.iter()
+            .zip(at.iter())
+            .filter(|(r, _)| r.first().is_some_and(|c| c.eq_ignore_ascii_case(name)))
+            .map(|(r, t)| (r.clone(), *t))
             .collect()
     }
 }
@@ -199,7 +216,11 @@ fn up(
         if let Some(d) = delay {
             thread::sleep(d);
         }
-        sh.seen.lock().unwrap().push(req.clone());
+        {
+            let mut seen = sh.seen.lock().unwrap();
+            seen.push(req.clone());
+            sh.seen_at.lock().unwrap().push(Instant::now());
+        }
         pending.lock().unwrap().push_back(req);
         if server.write_all(&raw).is_err() {
             break;
