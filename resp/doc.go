@@ -17,10 +17,11 @@
 //
 // # The command table
 //
-// Every fact about a command lives in its row (table.go): name, arity,
-// role, key positions, docs, and its effect, which says what it does to
-// the store (reads keys, writes keys, acts on the lock module, blocks, is
-// about this node only, runs a transaction's queue, or touches nothing).
+// Every fact about a command lives in its row (the command type in
+// table.go, the rows in table_<family>.go): name, arity, role, key
+// positions, docs, and its effect, which says what it does to the store
+// (reads keys, writes keys, acts on the lock module, blocks, is about
+// this node only, runs a transaction's queue, or touches nothing).
 // Routing in a cluster, replication through the log, pipeline batching,
 // MULTI's lock rows and COMMAND INFO's flags are all derived from the
 // effect; no list of names is kept elsewhere. A row runs by one of two
@@ -40,7 +41,8 @@
 //	lifecycle.go   Config, Backends, New, Serve, Shutdown: the Server, its listeners and connections
 //	conn.go        the conn type: read a batch, run it, flush; the watcher of a blocked client
 //	reader.go      RESP requests read with bounded buffers (SPEC §7)
-//	table.go       the command table: name, arity, role, effect, flags, handler
+//	table.go       the command table: the command row (name, arity, role, effect, flags, handler), its builder
+//	table_*.go     the rows, one file per family, as COMMAND DOCS groups them (table_strings.go, table_zsets.go, …)
 //	dispatch.go    lookup in the table, arity and role checked once; dispatch and call
 //	routing.go     a request in a cluster: -MOVED, a write through the log, a read barrier
 //	apply.go       an entry of the log applied through the table (Server.Apply)
@@ -79,16 +81,17 @@
 //	lockmetrics.go the lock metrics by lock: 1,000 names, then _other (SPEC §14)
 //	node.go        what the dashboard reads of a server: a lock's keys, the node and its peers
 //
-// Adding a command is one row in table.go and one handler in its family's
-// file: dispatch checks arity and role, the row's effect decides the rest
-// (TestEveryRowSaysWhatItDoes holds every row to one, and package
-// cluster's TestClusterEveryRowReplicatesItsWrites wants a representative
-// invocation of it), and a row is closed before AUTH unless it says
-// FlagNoAuth. A handler acts on the keyspace through c.store, never the
-// server's store directly: inside EXEC that is the transaction's view, and
-// the server's store would wait for the stripes the transaction holds. A
-// relative expiry counts from c.nowMs, never the wall clock: applying an
-// entry of the log, that is the leader's clock in the entry.
+// Adding a command is one row in its family's table_<family>.go and one
+// handler in its family's file: dispatch checks arity and role, the row's
+// effect decides the rest (TestEveryRowSaysWhatItDoes holds every row to
+// one, and package cluster's TestClusterEveryRowReplicatesItsWrites wants
+// a representative invocation of it), and a row is closed before AUTH
+// unless it says FlagNoAuth. A handler acts on the keyspace through
+// c.store, never the server's store directly: inside EXEC that is the
+// transaction's view, and the server's store would wait for the stripes
+// the transaction holds. A relative expiry counts from c.nowMs, never the
+// wall clock: applying an entry of the log, that is the leader's clock in
+// the entry.
 //
 // # Keyspace notifications
 //
