@@ -74,7 +74,11 @@
 //	pubsub.go      SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE and UN-, PUBLISH, SPUBLISH, PUBSUB (SPEC §13)
 //	pushqueue.go   a subscriber's bounded output and its writer; client-output-buffer-limit
 //	notify.go      keyspace notifications (notify-keyspace-events) and lock events (L)
-//	scripting.go   EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT (package script runs the Lua)
+//	scripting.go   EVAL, EVALSHA, EVAL_RO, EVALSHA_RO: a script in one transaction (package script runs the Lua)
+//	scripting_cache.go   the script cache by SHA1; SCRIPT LOAD, EXISTS, FLUSH, HELP
+//	scripting_busy.go    a long script: other clients wait or get -BUSY (busy-reply-threshold); SCRIPT KILL
+//	scripting_calls.go   a script's redis.call through the table with the caller's role; its reply in RESP
+//	scripting_effects.go a script in a cluster: run once on the leader, its writes through the log; SPOP's drawn
 //	users.go       the users file and its roles (SPEC §5)
 //	tls.go         --tls-cert and --tls-key
 //	metrics.go     the Prometheus metrics; ServeHTTP (/metrics and the dashboard, basic auth, TLS)

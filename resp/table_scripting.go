@@ -16,3 +16,9 @@ func (t *tableBuilder) scriptingRows() {
 	t.sub(scriptCmd, "kill", 2, RoleAdmin, effNone, FlagNoScript, cmdScriptKill, "Terminates a server-side Lua script during execution.")
 	t.sub(scriptCmd, "help", 2, RoleRead, effNone, FlagNoScript, cmdScriptHelp, "Returns helpful text about the different subcommands.")
 }
+
+// evalDocs are the COMMAND DOCS of EVAL and its kin.
+func evalDocs(since, first string) func(*command) {
+	return docs(since, "Depends on the script that is executed.", argString(first), argInt("numkeys"),
+		arg{Name: "key", Type: "key", Optional: true, Multiple: true}, arg{Name: "arg", Type: "string", Optional: true, Multiple: true})
+}
