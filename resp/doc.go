@@ -50,6 +50,7 @@
 //	inprocess.go   a request run in process, its reply as Go values (Server.Do)
 //	replies.go     the reply encoder, RESP2 or RESP3 as the connection asked
 //	options.go     the option parser the handlers share
+//	collection_args.go   the arguments families read alike: two integers (a range, LIMIT), a pop's count, MPOP's
 //	connection.go  PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT
 //	server.go      COMMAND, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SAVE, BGSAVE, MEMORY
 //	config.go      CONFIG GET, SET, RESETSTAT

@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -14,10 +13,9 @@ import (
 // t_zset.c parses and answers them; kv/zsets.go keeps them.
 
 const (
-	errNotFloat       = "value is not a valid float"
-	errMinMaxFloat    = "min or max is not a float"
-	errMinMaxLex      = "min or max not valid string range item"
-	errMustBePositive = "value is out of range, must be positive"
+	errNotFloat    = "value is not a valid float"
+	errMinMaxFloat = "min or max is not a float"
+	errMinMaxLex   = "min or max not valid string range item"
 )
 
 // parseScore reads a score as Redis's getDoubleFromObject: a float,
@@ -94,10 +92,9 @@ func parseZRange(args [][]byte, by kv.RangeBy, rev, auto, store bool) (zrangeReq
 		case !store && w == "withscores":
 			req.withScores = true
 		case w == "limit" && len(args)-j-1 >= 2:
-			off, ok1 := parseInt(args[j+1])
-			lim, ok2 := parseInt(args[j+2])
-			if !ok1 || !ok2 {
-				return req, errNotInteger
+			off, lim, msg := parseIntPair(args[j+1], args[j+2])
+			if msg != "" {
+				return req, msg
 			}
 			req.spec.Offset, req.spec.Limit, limited = off, lim, true
 			j += 2
@@ -124,21 +121,22 @@ func parseZRange(args [][]byte, by kv.RangeBy, rev, auto, store bool) (zrangeReq
 	if req.spec.Rev && req.spec.By != kv.ByRank {
 		lo, hi = hi, lo // given as max min
 	}
-	var msg string
-	switch req.spec.By {
+	return req, parseRangeBy(&req.spec, lo, hi)
+}
+
+// parseRangeBy reads lo and hi as the ends of spec's range, of the kind
+// spec.By says: start and stop by rank, min and max by score or by lex;
+// it returns Redis's error text, "" when both are read.
+func parseRangeBy(spec *kv.ZRangeSpec, lo, hi []byte) (msg string) {
+	switch spec.By {
 	case kv.ByRank:
-		a, ok1 := parseInt(lo)
-		b, ok2 := parseInt(hi)
-		if !ok1 || !ok2 {
-			return req, errNotInteger
-		}
-		req.spec.Start, req.spec.Stop = a, b
+		spec.Start, spec.Stop, msg = parseIntPair(lo, hi)
 	case kv.ByScore:
-		req.spec.Score, msg = parseScoreRange(lo, hi)
+		spec.Score, msg = parseScoreRange(lo, hi)
 	case kv.ByLex:
-		req.spec.Lex, msg = parseLexRange(lo, hi)
+		spec.Lex, msg = parseLexRange(lo, hi)
 	}
-	return req, msg
+	return msg
 }
 
 // members answers zs: members alone, or with their scores (RESP2: flat;
@@ -275,26 +273,17 @@ func cmdZCard(c *conn, args [][]byte) {
 	c.out.Int(n)
 }
 
-func cmdZCount(c *conn, args [][]byte) {
-	r, msg := parseScoreRange(args[2], args[3])
-	if msg != "" {
+func cmdZCount(c *conn, args [][]byte)    { zcount(c, args, kv.ByScore) }
+func cmdZLexCount(c *conn, args [][]byte) { zcount(c, args, kv.ByLex) }
+
+// zcount is ZCOUNT and ZLEXCOUNT key min max.
+func zcount(c *conn, args [][]byte, by kv.RangeBy) {
+	spec := kv.ZRangeSpec{By: by}
+	if msg := parseRangeBy(&spec, args[2], args[3]); msg != "" {
 		c.out.Err(msg)
 		return
 	}
-	zcount(c, args[1], kv.ZRangeSpec{By: kv.ByScore, Score: r})
-}
-
-func cmdZLexCount(c *conn, args [][]byte) {
-	r, msg := parseLexRange(args[2], args[3])
-	if msg != "" {
-		c.out.Err(msg)
-		return
-	}
-	zcount(c, args[1], kv.ZRangeSpec{By: kv.ByLex, Lex: r})
-}
-
-func zcount(c *conn, key []byte, spec kv.ZRangeSpec) {
-	n, err := c.store.ZCount(key, spec)
+	n, err := c.store.ZCount(args[1], spec)
 	if err != nil {
 		c.storeError(err)
 		return
@@ -396,35 +385,19 @@ func cmdZRangeStore(c *conn, args [][]byte) {
 	c.out.Int(n)
 }
 
-func cmdZRemRangeByRank(c *conn, args [][]byte) {
-	a, ok1 := parseInt(args[2])
-	b, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 {
-		c.out.Err(errNotInteger)
-		return
-	}
-	zremrange(c, args[1], kv.ZRangeSpec{By: kv.ByRank, Start: a, Stop: b})
-}
+func cmdZRemRangeByRank(c *conn, args [][]byte)  { zremrange(c, args, kv.ByRank) }
+func cmdZRemRangeByScore(c *conn, args [][]byte) { zremrange(c, args, kv.ByScore) }
+func cmdZRemRangeByLex(c *conn, args [][]byte)   { zremrange(c, args, kv.ByLex) }
 
-func cmdZRemRangeByScore(c *conn, args [][]byte) {
-	r, msg := parseScoreRange(args[2], args[3])
-	if msg != "" {
+// zremrange is ZREMRANGEBYRANK, ZREMRANGEBYSCORE and ZREMRANGEBYLEX key
+// start stop (min max).
+func zremrange(c *conn, args [][]byte, by kv.RangeBy) {
+	key := args[1]
+	spec := kv.ZRangeSpec{By: by}
+	if msg := parseRangeBy(&spec, args[2], args[3]); msg != "" {
 		c.out.Err(msg)
 		return
 	}
-	zremrange(c, args[1], kv.ZRangeSpec{By: kv.ByScore, Score: r})
-}
-
-func cmdZRemRangeByLex(c *conn, args [][]byte) {
-	r, msg := parseLexRange(args[2], args[3])
-	if msg != "" {
-		c.out.Err(msg)
-		return
-	}
-	zremrange(c, args[1], kv.ZRangeSpec{By: kv.ByLex, Lex: r})
-}
-
-func zremrange(c *conn, key []byte, spec kv.ZRangeSpec) {
 	n, err := c.store.ZRemRange(key, spec)
 	if err != nil {
 		c.storeError(err)
@@ -447,18 +420,10 @@ func zpop(c *conn, args [][]byte, max bool) {
 		c.syntaxError()
 		return
 	}
-	count := int64(-1)
-	if len(args) == 3 {
-		n, ok := parseInt(args[2])
-		switch {
-		case !ok:
-			c.out.Err(errNotInteger)
-			return
-		case n < 0:
-			c.out.Err(errMustBePositive)
-			return
-		}
-		count = n
+	count, msg := popCountArg(args)
+	if msg != "" {
+		c.out.Err(msg)
+		return
 	}
 	var zs []kv.ZMember
 	var err error
@@ -488,45 +453,6 @@ func zpop(c *conn, args [][]byte, max bool) {
 		c.out.Bulk(z.Member)
 		c.out.Double(z.Score)
 	}
-}
-
-// mpopArgs reads LMPOP's and ZMPOP's numkeys key … LEFT|RIGHT (MIN|MAX)
-// [COUNT n], from numkeys on: the keys, whether the first word (LEFT,
-// MIN) was given, and the count (1 if not given).
-func mpopArgs(args [][]byte, first, second string) (keys [][]byte, isFirst bool, count int64, msg string) {
-	n, ok := parseInt(args[0])
-	if !ok || n < 1 {
-		return nil, false, 0, "numkeys should be greater than 0"
-	}
-	where := 1 + n
-	if where >= int64(len(args)) {
-		return nil, false, 0, errSyntax
-	}
-	keys = args[1:where]
-	switch option(args[where]) {
-	case first:
-		isFirst = true
-	case second:
-	default:
-		return nil, false, 0, errSyntax
-	}
-	count = -1
-	for j := where + 1; j < int64(len(args)); j++ {
-		if count == -1 && option(args[j]) == "count" && j+1 < int64(len(args)) {
-			j++
-			v, ok := parseInt(args[j])
-			if !ok || v < 1 {
-				return nil, false, 0, "count should be greater than 0"
-			}
-			count = v
-			continue
-		}
-		return nil, false, 0, errSyntax
-	}
-	if count == -1 {
-		count = 1
-	}
-	return keys, isFirst, count, ""
 }
 
 // zmpopReply answers ZMPOP and BZMPOP: [key, [[member, score] …]].
@@ -587,36 +513,9 @@ func bzpop(c *conn, args [][]byte, max bool) {
 	}, c.out.NullArray)
 }
 
-// popped ends a blocking command's attempt: an error is answered only
-// when it is no WRONGTYPE met while blocked (Redis leaves such a client
-// blocked), a pop is answered by reply, and nothing popped is no answer
-// unless the command cannot block (applying a cluster's entry), which
-// answers a null itself.
-func (c *conn) popped(err error, ok bool, reply func()) bool {
-	switch {
-	case err != nil && c.inLine && errors.Is(err, kv.ErrWrongType):
-		return false
-	case err != nil:
-		c.storeError(err)
-		return true
-	case ok:
-		reply()
-		return true
-	case c.applyingEntry():
-		c.out.NullArray()
-		return true
-	}
-	return false
-}
-
 // cmdBZMPop is BZMPOP timeout numkeys key [key …] MIN|MAX [COUNT count].
 func cmdBZMPop(c *conn, args [][]byte) {
-	timeout, msg := timeoutArg(args[1])
-	if msg != "" {
-		c.out.Err(msg)
-		return
-	}
-	keys, isMin, count, msg := mpopArgs(args[2:], "min", "max")
+	timeout, keys, isMin, count, msg := blockingMPopArgs(args, "min", "max")
 	if msg != "" {
 		c.out.Err(msg)
 		return
