@@ -50,7 +50,7 @@
 //	inprocess.go   a request run in process, its reply as Go values (Server.Do)
 //	replies.go     the reply encoder, RESP2 or RESP3 as the connection asked
 //	options.go     the option parser the handlers share
-//	collection_args.go   the arguments families read alike: two integers (a range, LIMIT), a pop's count, MPOP's
+//	collection_args.go   arguments read alike: two integers (a range, LIMIT), a pop's count, [B]LMPOP's and [B]ZMPOP's keys
 //	connection.go  PING, ECHO, HELLO, AUTH, QUIT, SELECT, RESET, CLIENT
 //	server.go      COMMAND, DBSIZE, FLUSHALL, TIME, SHUTDOWN, LASTSAVE, SAVE, BGSAVE, MEMORY
 //	config.go      CONFIG GET, SET, RESETSTAT
@@ -62,10 +62,13 @@
 //	bitmaps.go     SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO
 //	hashes.go      HSET, HGET, HGETALL, HINCRBY, HRANDFIELD, HSCAN, … (kv's hashes)
 //	sets.go        SADD, SMEMBERS, SPOP, SINTER…, SSCAN, … (kv's sets)
-//	zsets.go       ZADD, ZRANGE (BYSCORE, BYLEX, REV, LIMIT), ZUNION…, ZMPOP, BZPOPMIN, … (kv's zsets)
+//	zsets.go       ZADD, ZRANGE, ZCOUNT, ZREMRANGEBY…, ZRANDMEMBER, ZSCAN, … (kv's zsets)
+//	zsets_ranges.go   a zset's ranges: scores, lex ends, ranks; ZRANGE's BYSCORE, BYLEX, REV, LIMIT
+//	zsets_pops.go     ZPOPMIN, ZPOPMAX, ZMPOP, BZPOPMIN, BZPOPMAX, BZMPOP
+//	zsets_combine.go  ZUNION, ZINTER, ZDIFF, their STORE forms, ZINTERCARD
 //	lists.go       LPUSH, LRANGE, LPOS, LMOVE, LMPOP, BLPOP, BLMOVE, … (kv's lists)
 //	sort.go        SORT and SORT_RO over lists, sets and zsets
-//	blocking.go    blocked clients: lines per key, served in order; CLIENT UNBLOCK
+//	blocking.go    blocked clients: lines per key, served in order; a blocked pop's attempt; CLIENT UNBLOCK
 //	config_collections.go  CONFIG's zset and list encoding settings
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
