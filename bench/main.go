@@ -18,7 +18,7 @@
 //
 //	go run ./bench                      # or: make bench
 //	go run ./bench -duration 2s -rounds 1 -scenarios uncontended,keyspace
-//	go run ./bench -cluster             # 3-node clusters: failover, throughput (cluster.go)
+//	go run ./bench -cluster             # 3-node clusters: failover, throughput, writes (cluster*.go)
 package main
 
 import (

@@ -47,7 +47,7 @@ type startOptions struct {
 	// appendfsync always. etcd does so always.
 	fsyncAlways bool
 	// node, if not nil, makes the server one member of a cluster (the
-	// cluster mode, cluster.go).
+	// cluster mode, cluster_members.go).
 	node *clusterNode
 }
 

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/tenure-db/tenure/cluster"
 	"github.com/tenure-db/tenure/internal/redistext"
+	"github.com/tenure-db/tenure/kv"
 )
 
 // Blocking pops (SPEC §13): BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP,
@@ -451,4 +453,26 @@ func (c *conn) attemptHere(args [][]byte, local func() bool) bool {
 		return false
 	}
 	return true
+}
+
+// popped ends a blocking command's attempt: an error is answered only
+// when it is no WRONGTYPE met while blocked (Redis leaves such a client
+// blocked), a pop is answered by reply, and nothing popped is no answer
+// unless the command cannot block (applying a cluster's entry), which
+// answers a null itself.
+func (c *conn) popped(err error, ok bool, reply func()) bool {
+	switch {
+	case err != nil && c.inLine && errors.Is(err, kv.ErrWrongType):
+		return false
+	case err != nil:
+		c.storeError(err)
+		return true
+	case ok:
+		reply()
+		return true
+	case c.applyingEntry():
+		c.out.NullArray()
+		return true
+	}
+	return false
 }

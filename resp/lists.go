@@ -52,18 +52,10 @@ func pop(c *conn, args [][]byte, left bool) {
 		c.wrongArity(option(args[0]))
 		return
 	}
-	count := int64(-1)
-	if len(args) == 3 {
-		n, ok := parseInt(args[2])
-		switch {
-		case !ok:
-			c.out.Err(errNotInteger)
-			return
-		case n < 0:
-			c.out.Err(errMustBePositive)
-			return
-		}
-		count = n
+	count, msg := popCountArg(args)
+	if msg != "" {
+		c.out.Err(msg)
+		return
 	}
 	var elems [][]byte
 	var err error
@@ -122,10 +114,9 @@ func cmdLIndex(c *conn, args [][]byte) {
 }
 
 func cmdLRange(c *conn, args [][]byte) {
-	a, ok1 := parseInt(args[2])
-	b, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 {
-		c.out.Err(errNotInteger)
+	a, b, msg := parseIntPair(args[2], args[3])
+	if msg != "" {
+		c.out.Err(msg)
 		return
 	}
 	elems, err := c.store.LRange(args[1], a, b)
@@ -154,10 +145,9 @@ func cmdLSet(c *conn, args [][]byte) {
 }
 
 func cmdLTrim(c *conn, args [][]byte) {
-	a, ok1 := parseInt(args[2])
-	b, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 {
-		c.out.Err(errNotInteger)
+	a, b, msg := parseIntPair(args[2], args[3])
+	if msg != "" {
+		c.out.Err(msg)
 		return
 	}
 	if err := c.store.LTrim(args[1], a, b); err != nil {
@@ -381,12 +371,7 @@ func bpop(c *conn, args [][]byte, left bool) {
 
 // cmdBLMPop is BLMPOP timeout numkeys key [key …] LEFT|RIGHT [COUNT count].
 func cmdBLMPop(c *conn, args [][]byte) {
-	timeout, msg := timeoutArg(args[1])
-	if msg != "" {
-		c.out.Err(msg)
-		return
-	}
-	keys, left, count, msg := mpopArgs(args[2:], "left", "right")
+	timeout, keys, left, count, msg := blockingMPopArgs(args, "left", "right")
 	if msg != "" {
 		c.out.Err(msg)
 		return

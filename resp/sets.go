@@ -96,18 +96,13 @@ func cmdSPop(c *conn, args [][]byte) {
 		c.syntaxError()
 		return
 	}
-	count := int64(1)
-	if len(args) == 3 {
-		n, ok := parseInt(args[2])
-		switch {
-		case !ok:
-			c.out.Err(errNotInteger)
-			return
-		case n < 0:
-			c.out.Err("value is out of range, must be positive")
-			return
-		}
-		count = n
+	count, msg := popCountArg(args)
+	if msg != "" {
+		c.out.Err(msg)
+		return
+	}
+	if count < 0 {
+		count = 1 // none given: one member, answered alone
 	}
 	out, err := c.store.SPop(args[1], count)
 	if err != nil {

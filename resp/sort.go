@@ -42,10 +42,9 @@ func sortCommand(c *conn, args [][]byte, readOnly bool) {
 		case w == "alpha":
 			alpha = true
 		case w == "limit" && left >= 2:
-			a, ok1 := parseInt(args[j+1])
-			b, ok2 := parseInt(args[j+2])
-			if !ok1 || !ok2 {
-				c.out.Err(errNotInteger)
+			a, b, msg := parseIntPair(args[j+1], args[j+2])
+			if msg != "" {
+				c.out.Err(msg)
 				return
 			}
 			start, count = a, b

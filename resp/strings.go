@@ -436,10 +436,9 @@ func cmdStrLen(c *conn, args [][]byte) {
 }
 
 func cmdGetRange(c *conn, args [][]byte) {
-	start, ok1 := parseInt(args[2])
-	end, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 {
-		c.out.Err(errNotInteger)
+	start, end, msg := parseIntPair(args[2], args[3])
+	if msg != "" {
+		c.out.Err(msg)
 		return
 	}
 	v, err := c.store.GetRange(args[1], start, end)
