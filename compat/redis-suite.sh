@@ -66,9 +66,11 @@ for unit in "${units[@]}"; do
 	wait "$pid" 2>/dev/null || true
 	rm -rf "$dir"
 	ok=$(grep -c '\[ok\]' "$log" || true)
-	err=$(grep -cE '^\[(err|exception)\]' "$log" || true)
+	# A [TIMEOUT] stops the unit: it counts as a failure (the tests after
+	# it did not run).
+	err=$(grep -cE '^\[(err|exception|TIMEOUT)\]' "$log" || true)
 	total_ok=$((total_ok + ok)) total_err=$((total_err + err))
 	echo "$unit: $ok passed, $err failed"
-	grep -E '^\[(err|exception)\]' "$log" | sed 's/^/    /' | head -40 || true
+	grep -E '^\[(err|exception|TIMEOUT)\]' "$log" | sed 's/^/    /' | head -40 || true
 done
 echo "redis-suite: $total_ok passed, $total_err failed"
