@@ -53,13 +53,21 @@ func (c *conn) batchFor(args [][]byte) {
 }
 
 // batched notes, after a request ran, whether its reply tells of a write
-// the pipeline holds; mark is the reply buffer's length before it.
+// the pipeline holds; mark is the reply buffer's length before it. A
+// request that readied keys clients are blocked on (a pipelined RPUSH
+// under a BLPOP) ends the batch: its push is committed and those clients
+// are served (endBatch) before the next request runs, as Redis serves
+// them between two commands, so the requests after it see the list as
+// Redis's would. With nobody blocked, c.ready notes nothing.
 func (c *conn) batched(mark int) {
 	b := &c.batch
 	if !b.wrote && b.pipe != nil && c.store == b.pipe.View() && b.pipe.Pending() {
 		b.wrote, b.from, b.replies = true, mark, 0
 	}
 	b.replied()
+	if len(c.readyKeys) > 0 {
+		c.endBatch()
+	}
 }
 
 // replied counts a reply written while the batch holds writes.
@@ -73,10 +81,23 @@ func (b *batch) replied() {
 // back. If the commit fails, every reply from the first write of the
 // batch on is replaced by the error: those requests' writes are in doubt,
 // and the reads after them may have seen them.
+//
+// Then, with the pipeline's stripes let go, it serves the clients blocked
+// on the keys its pushes readied (blocking.go): serveReady skips them
+// while a push is the pipeline's alone, so a BLPOP waiter is woken once,
+// by what is committed, before the pusher's replies are written.
 func (c *conn) endBatch() {
+	if c.commitBatch() {
+		c.serveReady()
+	}
+}
+
+// commitBatch is endBatch's commit; it reports whether the connection was
+// on its pipeline.
+func (c *conn) commitBatch() bool {
 	b := &c.batch
 	if b.pipe == nil || c.store != b.pipe.View() {
-		return
+		return false
 	}
 	c.store = c.srv.store
 	c.lastEnd = time.Time{} // the commit is no request's time
@@ -84,11 +105,12 @@ func (c *conn) endBatch() {
 	b.wrote, b.from, b.replies = false, 0, 0
 	err := b.pipe.Commit()
 	if err == nil || !wrote {
-		return
+		return true
 	}
 	c.srv.log.Error("store failed", "err", err, "replies", replies)
 	c.out.truncate(from)
 	for range replies {
 		c.out.Err("store failed: " + err.Error())
 	}
+	return true
 }

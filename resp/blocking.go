@@ -20,8 +20,9 @@ import (
 // Clients are woken by a write that may have made a key poppable: the
 // handler of such a write (LPUSH, ZADD, LMOVE's destination, RENAME's, …)
 // calls c.ready(key), and once the request that wrote is over (a
-// command, an EXEC, a script: conn.exec) its connection serves the
-// clients blocked on those keys. On a single server it serves them
+// command, an EXEC, a script: conn.exec; a read batch's pipelined
+// requests: once their pipeline is committed, batch.go's endBatch) its
+// connection serves the clients blocked on those keys. On a single server it serves them
 // itself, under the registry's lock, before its own reply is sent: each
 // blocked client's attempt runs, in blocking order, until one finds
 // nothing, and what a served attempt pushes (BLMOVE's destination) is
