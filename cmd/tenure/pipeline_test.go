@@ -11,7 +11,9 @@ import (
 )
 
 // testKillLosesNoPipelinedWrite: writers send pipelines of 16 SETs with an
-// INCR among them, which the server commits as one batch each; a SIGKILL
+// INCR among them, and an HSET, an RPUSH and a ZADD of the pipeline's
+// number (collection writes are batched too: resp/table.go's effBatch),
+// which the server commits as one batch each; a SIGKILL
 // in mid-stream loses none of the pipelines that were answered (SPEC §6),
 // in every fsync mode: the replies of a batch are written only once its
 // commit is in the operating system's hands (on disk, with always).
@@ -37,11 +39,14 @@ func testKillLosesNoPipelinedWrite(t *testing.T, bin, mode string) {
 						incr = pipe.Incr(ctx, fmt.Sprintf("pctr:%d", w))
 					}
 				}
+				pipe.HSet(ctx, fmt.Sprintf("ph:%d", w), fmt.Sprint(p), fmt.Sprint(p))
+				pipe.RPush(ctx, fmt.Sprintf("pl:%d", w), fmt.Sprint(p))
+				pipe.ZAdd(ctx, fmt.Sprintf("pz:%d", w), redis.Z{Score: float64(p), Member: fmt.Sprint(p)})
 				if _, err := pipe.Exec(ctx); err != nil {
 					return
 				}
 				acked[w], counters[w] = append(acked[w], p), incr.Val()
-				answered.Add(size + 1)
+				answered.Add(size + 4)
 			}
 		})
 	}
@@ -58,6 +63,37 @@ func testKillLosesNoPipelinedWrite(t *testing.T, bin, mode string) {
 		}
 		if got < counters[w] || got > counters[w]+1 {
 			t.Errorf("writer %d: counter %d after restart; %d were answered, at most one more sent", w, got, counters[w])
+		}
+		hash, err := rdb.HGetAll(ctx, fmt.Sprintf("ph:%d", w)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := rdb.LRange(ctx, fmt.Sprintf("pl:%d", w), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		zcard, err := rdb.ZCard(ctx, fmt.Sprintf("pz:%d", w)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The pipelines are sent one after another: the list holds the
+		// answered ones in order, and at most the one in flight after them.
+		if n := len(acked[w]); len(list) < n || len(list) > n+1 || int(zcard) < n || int(zcard) > n+1 || len(hash) < n || len(hash) > n+1 {
+			t.Errorf("writer %d: %d pipelines answered; after restart RPUSHed %d, ZCARD %d, HLEN %d", w, n, len(list), zcard, len(hash))
+		}
+		for i, p := range acked[w] {
+			if i >= len(list) || list[i] != fmt.Sprint(p) {
+				lost++
+				t.Errorf("writer %d: pipeline %d's RPUSH answered, not at %d of the list (%d long)", w, p, i, len(list))
+			}
+			if hash[fmt.Sprint(p)] != fmt.Sprint(p) {
+				lost++
+				t.Errorf("writer %d: pipeline %d's HSET answered, field missing", w, p)
+			}
+			if _, err := rdb.ZScore(ctx, fmt.Sprintf("pz:%d", w), fmt.Sprint(p)).Result(); err != nil {
+				lost++
+				t.Errorf("writer %d: pipeline %d's ZADD answered, ZSCORE: %v", w, p, err)
+			}
 		}
 		for _, p := range acked[w] {
 			keys := make([]string, size)
