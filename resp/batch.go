@@ -28,6 +28,16 @@ type batch struct {
 	wrote   bool
 	from    int
 	replies int
+	// events are the keyspace notifications of the batch's requests,
+	// published once their writes are committed (notify.go).
+	events []batchEvent
+}
+
+// batchEvent is a keyspace notification waiting for its batch's commit.
+type batchEvent struct {
+	class notifyClass
+	event string
+	key   string
 }
 
 // batchFor readies the connection's store for the request args: the
@@ -78,9 +88,10 @@ func (b *batch) replied() {
 }
 
 // endBatch commits what the pipeline holds and puts the server's store
-// back. If the commit fails, every reply from the first write of the
-// batch on is replaced by the error: those requests' writes are in doubt,
-// and the reads after them may have seen them.
+// back, and publishes the keyspace notifications of the batch's writes.
+// If the commit fails, every reply from the first write of the batch on
+// is replaced by the error: those requests' writes are in doubt, and the
+// reads after them may have seen them; their notifications are dropped.
 //
 // Then, with the pipeline's stripes let go, it serves the clients blocked
 // on the keys its pushes readied (blocking.go): serveReady skips them
@@ -104,6 +115,14 @@ func (c *conn) commitBatch() bool {
 	wrote, from, replies := b.wrote, b.from, b.replies
 	b.wrote, b.from, b.replies = false, 0, 0
 	err := b.pipe.Commit()
+	events := b.events
+	b.events = b.events[:0]
+	if err == nil {
+		for _, e := range events {
+			c.srv.notify(e.class, e.event, []byte(e.key))
+		}
+	}
+	clear(events)
 	if err == nil || !wrote {
 		return true
 	}

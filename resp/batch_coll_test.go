@@ -2,6 +2,7 @@ package resp_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -203,5 +204,46 @@ func TestPipelinedPushWakesBlockedPop(t *testing.T) {
 	waitBlocked(t, s.Client(), 0)
 	if n, err := s.Client().LLen(bg, "r").Result(); err != nil || n != 1 {
 		t.Errorf("LLEN r = %d, %v; want 1 (nobody blocked on it any more)", n, err)
+	}
+}
+
+// A keyspace notification of a pipelined write is published once the
+// write is committed: a subscriber that reads the key on hearing of it
+// finds the write, however many requests of the batch come after it.
+func TestPipelinedWriteNotifiedOnceCommitted(t *testing.T) {
+	s := resptest.Start(t, tenure.Options{})
+	ctx := bg
+	c := s.Client()
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "Ehl").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sub := s.Client().PSubscribe(ctx, "__keyevent@0__:*")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writer := dialResp(t, s.Addr)
+	const rounds, reads = 30, 300
+	for i := range rounds {
+		cmds := []string{fmt.Sprintf("HSET h%d f v", i), fmt.Sprintf("RPUSH l%d x", i)}
+		for range reads {
+			cmds = append(cmds, "HGET h0 f")
+		}
+		writer.send(cmds...)
+		for _, want := range []string{fmt.Sprintf("h%d", i), fmt.Sprintf("l%d", i)} {
+			msg, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg.Payload != want {
+				t.Fatalf("event %s %s; want one for %s", msg.Channel, msg.Payload, want)
+			}
+			if n, err := c.Exists(ctx, want).Result(); err != nil || n != 1 {
+				t.Fatalf("round %d: notified of %s %s, which another client does not see yet (%d, %v)", i, msg.Channel, want, n, err)
+			}
+		}
+		for range cmds {
+			writer.reply()
+		}
 	}
 }

@@ -126,8 +126,17 @@ func (f notifyClass) String() string {
 
 // notify publishes a keyspace notification of class for key, as Redis's
 // notifyKeyspaceEvent: on __keyspace@0__:<key> with the event as message
-// (K), and on __keyevent@0__:<event> with the key (E).
+// (K), and on __keyevent@0__:<event> with the key (E). A request run on
+// its read batch's pipeline tells of a write not yet committed: its
+// notification waits for the commit (batch.go), so that a subscriber
+// that reads the key on hearing of it finds the write.
 func (c *conn) notify(class notifyClass, event string, key []byte) {
+	if c.batch.pipe != nil && c.store == c.batch.pipe.View() {
+		if c.srv.notifying(class) {
+			c.batch.events = append(c.batch.events, batchEvent{class, event, string(key)})
+		}
+		return
+	}
 	c.srv.notify(class, event, key)
 }
 
