@@ -28,7 +28,7 @@ func (t *tableBuilder) hashRows() {
 		docs("2.0.0", "O(N) where N is the number of fields to be removed.", argKey("key"), arg{Name: "field", Type: "string", Multiple: true}))
 	t.add("hincrby", 4, RoleWrite, effWrite|effBatch, FlagFast, cmdHIncrBy, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", k1,
 		docs("2.0.0", "O(1)", argKey("key"), argString("field"), argInt("increment")))
-	t.add("hincrbyfloat", 4, RoleWrite, effWrite, FlagFast, cmdHIncrByFloat, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", k1,
+	t.add("hincrbyfloat", 4, RoleWrite, effWrite|effBatch, FlagFast, cmdHIncrByFloat, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", k1,
 		docs("2.6.0", "O(1)", argKey("key"), argString("field"), arg{Name: "increment", Type: "double"}))
 	t.add("hstrlen", 3, RoleRead, effRead|effBatch, FlagFast, cmdHStrLen, "Returns the length of the value of a field.", k1,
 		docs("3.2.0", "O(1)", argKey("key"), argString("field")))

@@ -4,17 +4,17 @@ package resp
 func (t *tableBuilder) zsetRows() {
 	t.group = "sorted-set"
 	W, R, B := effWrite, effRead, effWrite|effBlock
-	t.add("zadd", -4, RoleWrite, W, FlagFast, cmdZAdd, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", keys(1, 1, 1),
+	t.add("zadd", -4, RoleWrite, W|effBatch, FlagFast, cmdZAdd, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", keys(1, 1, 1),
 		docs("1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", argKey("key"),
 			argOneOf("condition", true, argWord("NX"), argWord("XX")), argOneOf("comparison", true, argWord("GT"), argWord("LT")),
 			argToken("CH"), argToken("INCR"), arg{Name: "data", Type: "block", Multiple: true, Args: []arg{argString("score"), argString("member")}}))
-	t.add("zincrby", 4, RoleWrite, W, FlagFast, cmdZIncrBy, "Increments the score of a member in a sorted set.", keys(1, 1, 1))
-	t.add("zrem", -3, RoleWrite, W, FlagFast, cmdZRem, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
-	t.add("zcard", 2, RoleRead, R, FlagFast, cmdZCard, "Returns the number of members in a sorted set.", keys(1, 1, 1))
+	t.add("zincrby", 4, RoleWrite, W|effBatch, FlagFast, cmdZIncrBy, "Increments the score of a member in a sorted set.", keys(1, 1, 1))
+	t.add("zrem", -3, RoleWrite, W|effBatch, FlagFast, cmdZRem, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
+	t.add("zcard", 2, RoleRead, R|effBatch, FlagFast, cmdZCard, "Returns the number of members in a sorted set.", keys(1, 1, 1))
 	t.add("zcount", 4, RoleRead, R, FlagFast, cmdZCount, "Returns the count of members in a sorted set that have scores within a range.", keys(1, 1, 1))
 	t.add("zlexcount", 4, RoleRead, R, FlagFast, cmdZLexCount, "Returns the number of members in a sorted set within a lexicographical range.", keys(1, 1, 1))
-	t.add("zscore", 3, RoleRead, R, FlagFast, cmdZScore, "Returns the score of a member in a sorted set.", keys(1, 1, 1))
-	t.add("zmscore", -3, RoleRead, R, FlagFast, cmdZMScore, "Returns the score of one or more members in a sorted set.", keys(1, 1, 1))
+	t.add("zscore", 3, RoleRead, R|effBatch, FlagFast, cmdZScore, "Returns the score of a member in a sorted set.", keys(1, 1, 1))
+	t.add("zmscore", -3, RoleRead, R|effBatch, FlagFast, cmdZMScore, "Returns the score of one or more members in a sorted set.", keys(1, 1, 1))
 	t.add("zrank", 3, RoleRead, R, FlagFast, cmdZRank, "Returns the index of a member in a sorted set ordered by ascending scores.", keys(1, 1, 1))
 	t.add("zrevrank", 3, RoleRead, R, FlagFast, cmdZRevRank, "Returns the index of a member in a sorted set ordered by descending scores.", keys(1, 1, 1))
 	t.add("zrange", -4, RoleRead, R, 0, cmdZRange, "Returns members in a sorted set within a range of indexes.", keys(1, 1, 1),
@@ -30,8 +30,8 @@ func (t *tableBuilder) zsetRows() {
 	t.add("zremrangebyrank", 4, RoleWrite, W, 0, cmdZRemRangeByRank, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
 	t.add("zremrangebyscore", 4, RoleWrite, W, 0, cmdZRemRangeByScore, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
 	t.add("zremrangebylex", 4, RoleWrite, W, 0, cmdZRemRangeByLex, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", keys(1, 1, 1))
-	t.add("zpopmin", -2, RoleWrite, W, FlagFast, cmdZPopMin, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", keys(1, 1, 1))
-	t.add("zpopmax", -2, RoleWrite, W, FlagFast, cmdZPopMax, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", keys(1, 1, 1))
+	t.add("zpopmin", -2, RoleWrite, W|effBatch, FlagFast, cmdZPopMin, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", keys(1, 1, 1))
+	t.add("zpopmax", -2, RoleWrite, W|effBatch, FlagFast, cmdZPopMax, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", keys(1, 1, 1))
 	t.add("zmpop", -4, RoleWrite, W, 0, cmdZMPop, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", keys(2, 2, 1))
 	t.add("bzpopmin", -3, RoleWrite, B, FlagFast|FlagNoScript, cmdBZPopMin, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", keys(1, -2, 1))
 	t.add("bzpopmax", -3, RoleWrite, B, FlagFast|FlagNoScript, cmdBZPopMax, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", keys(1, -2, 1))
