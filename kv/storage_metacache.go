@@ -124,8 +124,19 @@ func (s *Store) loadCommitted(it *item, now int64, withValue bool) error {
 		}
 		return nil
 	}
-	if err := loadFrom(s.db, it, now, withValue); err != nil || !it.cur.present {
+	h := dataKeyHash(it.dk)
+	if s.metaPerStripe > 0 && it.st.meta.isGone(h, it.key) {
+		it.cur = slot{}
+		return nil
+	}
+	if err := loadFrom(s.db, it, now, withValue); err != nil {
 		return err
+	}
+	if !it.cur.present {
+		if s.metaPerStripe > 0 {
+			it.st.meta.markGone(h, it.key)
+		}
+		return nil
 	}
 	s.remember(it)
 	return nil
@@ -156,7 +167,11 @@ func loadFrom(r pebble.Reader, it *item, now int64, withValue bool) error {
 func (s *Store) remember(it *item) {
 	m, h := &it.st.meta, dataKeyHash(it.dk)
 	if !it.cur.present {
-		m.del(h, it.key)
+		if s.metaPerStripe > 0 {
+			m.markGone(h, it.key)
+		} else {
+			m.del(h, it.key)
+		}
 		return
 	}
 	if s.metaPerStripe == 0 {

@@ -18,6 +18,34 @@ import "encoding/binary"
 type metaTable struct {
 	slots []metaSlot // a power of two of them, or none
 	n     int        // full slots
+	// gone is the last key of the stripe known to be absent from disk
+	// (goneH its hash, when goneOK): deleted by a committed write, or not
+	// found by a load under the stripe. A load of it skips Pebble, whose
+	// Get of a key deleted and rewritten many times (a work queue's list,
+	// emptied by every pop) steps over every version of it still in the
+	// memtable. Any put or del of the key, and a reset, forget it.
+	gone   []byte
+	goneH  uint64
+	goneOK bool
+}
+
+// markGone notes that key is absent from disk, forgetting what the table
+// held of it.
+func (t *metaTable) markGone(h uint64, key []byte) {
+	t.del(h, key)
+	t.gone, t.goneH, t.goneOK = append(t.gone[:0], key...), h, true
+}
+
+// isGone reports whether key is known absent from disk (see gone).
+func (t *metaTable) isGone(h uint64, key []byte) bool {
+	return t.goneOK && t.goneH == h && string(t.gone) == string(key)
+}
+
+// forgetGone forgets that key is absent, if it was the one noted.
+func (t *metaTable) forgetGone(h uint64, key []byte) {
+	if t.goneOK && t.goneH == h && string(t.gone) == string(key) {
+		t.goneOK = false
+	}
 }
 
 type metaSlot struct {
@@ -80,6 +108,7 @@ func (t *metaTable) getValue(h uint64, key []byte) (m keyMeta, value []byte, ok 
 // put remembers m for key, holding at most limit keys (limit > 0), and
 // value with it when m.valued (it may be the value getValue gave).
 func (t *metaTable) put(h uint64, key []byte, m keyMeta, value []byte, limit int) {
+	t.forgetGone(h, key)
 	if !m.valued {
 		value = nil
 	}
@@ -107,6 +136,7 @@ func (t *metaTable) put(h uint64, key []byte, m keyMeta, value []byte, limit int
 }
 
 func (t *metaTable) del(h uint64, key []byte) {
+	t.forgetGone(h, key)
 	if i := t.find(h, key); i >= 0 {
 		t.removeAt(i)
 	}
@@ -115,6 +145,7 @@ func (t *metaTable) del(h uint64, key []byte) {
 func (t *metaTable) reset() {
 	clear(t.slots)
 	t.n = 0
+	t.goneOK = false
 }
 
 // evict forgets the first key at or after h's slot.
