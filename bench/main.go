@@ -9,7 +9,7 @@
 // with fsync always), pins the servers to the same CPUs, runs every
 // scenario against each server in alternation for several rounds, and
 // prints the medians with the ratios tenure/Redis and tenure/etcd and the
-// targets of issues 6 and 19. Raw results (JSON) and a chart (SVG) go to
+// targets of issues 6, 19 and 38. Raw results (JSON) and a chart (SVG) go to
 // the output directory.
 //
 // It is not a load generator for production capacity planning: client and
