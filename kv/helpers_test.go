@@ -158,14 +158,33 @@ func (ts *testStore) raw(ns byte) int {
 	return n
 }
 
-// checkCounters compares the in-memory counters with what is on disk.
+// checkCounters compares the in-memory counters with what is on disk. It
+// reads both with every stripe held, in ascending order as FlushAll takes
+// them: a writer, the background sweeper too, commits its batch and then
+// applies its counter changes under the stripes of its keys, so only then
+// is no change committed and not yet counted. (Unheld, a sweep of an
+// expired key caught between its commit and its count by Stats showed the
+// counters one key with a deadline ahead of the disk, about once in 100 to
+// 500 runs of TestConcurrentMixed.)
 func (ts *testStore) checkCounters() {
 	ts.t.Helper()
-	st := ts.Stats()
-	if got, want := st.Keys, int64(ts.raw(nsKey)); got != want {
+	var st Stats
+	var keys, withExpiry int
+	func() {
+		for i := range ts.stripes {
+			ts.stripes[i].Lock()
+		}
+		defer func() {
+			for i := range ts.stripes {
+				ts.stripes[i].Unlock()
+			}
+		}()
+		st, keys, withExpiry = ts.Stats(), ts.raw(nsKey), ts.raw(nsExpiry)
+	}()
+	if got, want := st.Keys, int64(keys); got != want {
 		ts.t.Errorf("Stats.Keys = %d, records on disk = %d", got, want)
 	}
-	if got, want := st.KeysWithExpiry, int64(ts.raw(nsExpiry)); got != want {
+	if got, want := st.KeysWithExpiry, int64(withExpiry); got != want {
 		ts.t.Errorf("Stats.KeysWithExpiry = %d, expiry index entries = %d", got, want)
 	}
 }
