@@ -21,8 +21,10 @@
 //	strings.go   GET, SET and the other string commands
 //	hashes.go    HSET, HGET and the other hash commands
 //	sets.go      SADD, SMEMBERS, SINTER… and the other set commands
-//	zsets.go     ZADD, ZRANGE… : member→score records and a score index;
-//	             what each command costs (ranks are walks of the index)
+//	zsets.go     ZADD, ZSCORE, ZRANK… : member→score records and a score
+//	             index; what each command costs (ranks are walks of the index);
+//	             zsets_ranges.go the ranges, zsets_pops.go ZPOP*, ZRANDMEMBER
+//	             and ZSCAN, zsets_combine.go ZUNION, ZINTER, ZDIFF, …STORE
 //	lists.go     LPUSH, LRANGE, LINSERT… : elements by position under a
 //	             head; what each command costs
 //	bits.go      SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP
