@@ -477,3 +477,19 @@ func (c *conn) popped(err error, ok bool, reply func()) bool {
 	}
 	return false
 }
+
+// blockingPop is the frame of BLPOP, BRPOP, BZPOPMIN and BZPOPMAX, key
+// [key …] timeout: pop tries the keys once (it answers through popped),
+// the client blocks on them until a try answers or the timeout passes,
+// and a timeout answers a null array.
+func (c *conn) blockingPop(args [][]byte, pop func(keys [][]byte) bool) {
+	timeout, msg := timeoutArg(args[len(args)-1])
+	if msg != "" {
+		c.out.Err(msg)
+		return
+	}
+	keys := args[1 : len(args)-1]
+	c.block(keys, timeout, func() bool {
+		return c.attemptHere(args, func() bool { return pop(keys) })
+	}, c.out.NullArray)
+}

@@ -349,24 +349,16 @@ func cmdBRPop(c *conn, args [][]byte) { bpop(c, args, false) }
 
 // bpop is BLPOP and BRPOP key [key …] timeout: [key, element].
 func bpop(c *conn, args [][]byte, left bool) {
-	timeout, msg := timeoutArg(args[len(args)-1])
-	if msg != "" {
-		c.out.Err(msg)
-		return
-	}
-	keys := args[1 : len(args)-1]
-	c.block(keys, timeout, func() bool {
-		return c.attemptHere(args, func() bool {
-			key, elems, err := c.store.MPop(keys, left, 1)
-			return c.popped(err, key != nil, func() {
-				c.notify(notifyList, popEvent(left), key)
-				c.notifyEmptied(key)
-				c.out.Array(2)
-				c.out.Bulk(key)
-				c.out.Bulk(elems[0])
-			})
+	c.blockingPop(args, func(keys [][]byte) bool {
+		key, elems, err := c.store.MPop(keys, left, 1)
+		return c.popped(err, key != nil, func() {
+			c.notify(notifyList, popEvent(left), key)
+			c.notifyEmptied(key)
+			c.out.Array(2)
+			c.out.Bulk(key)
+			c.out.Bulk(elems[0])
 		})
-	}, c.out.NullArray)
+	})
 }
 
 // cmdBLMPop is BLMPOP timeout numkeys key [key …] LEFT|RIGHT [COUNT count].

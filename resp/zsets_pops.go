@@ -87,25 +87,17 @@ func cmdBZPopMin(c *conn, args [][]byte) { bzpop(c, args, false) }
 func cmdBZPopMax(c *conn, args [][]byte) { bzpop(c, args, true) }
 
 func bzpop(c *conn, args [][]byte, max bool) {
-	timeout, msg := timeoutArg(args[len(args)-1])
-	if msg != "" {
-		c.out.Err(msg)
-		return
-	}
-	keys := args[1 : len(args)-1]
-	c.block(keys, timeout, func() bool {
-		return c.attemptHere(args, func() bool {
-			key, zs, err := c.store.ZMPop(keys, max, 1)
-			return c.popped(err, key != nil, func() {
-				c.notify(notifyZset, zpopEvent(max), key)
-				c.notifyEmptied(key)
-				c.out.Array(3)
-				c.out.Bulk(key)
-				c.out.Bulk(zs[0].Member)
-				c.out.Double(zs[0].Score)
-			})
+	c.blockingPop(args, func(keys [][]byte) bool {
+		key, zs, err := c.store.ZMPop(keys, max, 1)
+		return c.popped(err, key != nil, func() {
+			c.notify(notifyZset, zpopEvent(max), key)
+			c.notifyEmptied(key)
+			c.out.Array(3)
+			c.out.Bulk(key)
+			c.out.Bulk(zs[0].Member)
+			c.out.Double(zs[0].Score)
 		})
-	}, c.out.NullArray)
+	})
 }
 
 // cmdBZMPop is BZMPOP timeout numkeys key [key …] MIN|MAX [COUNT count].
