@@ -28,6 +28,11 @@ import (
 )
 
 func main() {
+	if len(os.Args) < 2 || os.Args[1] != "lock" {
+		if _, _, ok := parseFlags(os.Args[1:], io.Discard); ok {
+			keepSysmonAwake() // sysmon.go; a bad command line fails as it is
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 

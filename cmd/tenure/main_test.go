@@ -73,6 +73,7 @@ func TestProcess(t *testing.T) {
 	t.Run("SignalsShutDownCleanly", func(t *testing.T) { testSignals(t, bin) })
 	t.Run("BadStartsFailInOneLine", func(t *testing.T) { testBadStarts(t, bin) })
 	t.Run("NonLoopbackNeedsUsersOrInsecure", func(t *testing.T) { testNonLoopback(t, bin) })
+	t.Run("KeepsSysmonAwake", func(t *testing.T) { testKeepsSysmonAwake(t, bin) })
 }
 
 // fsyncModes are the values of --fsync. None of them lets a SIGKILL of the
@@ -98,7 +99,12 @@ type child struct {
 // it listens, and at which address.
 func startChild(t *testing.T, bin string, args ...string) *child {
 	t.Helper()
-	c := runChild(t, bin, args...)
+	return awaitReady(t, runChild(t, bin, args...), args)
+}
+
+// awaitReady waits until c logs that it listens, and at which address.
+func awaitReady(t *testing.T, c *child, args []string) *child {
+	t.Helper()
 	ready := time.After(20 * time.Second)
 	for c.addr == "" {
 		select {
@@ -124,7 +130,13 @@ func startChild(t *testing.T, bin string, args ...string) *child {
 // killed at the end of the test if it still runs.
 func runChild(t *testing.T, bin string, args ...string) *child {
 	t.Helper()
-	c := &child{t: t, cmd: exec.Command(bin, args...), exited: make(chan struct{})}
+	return runCmd(t, exec.Command(bin, args...))
+}
+
+// runCmd is runChild of a command made ready to start.
+func runCmd(t *testing.T, cmd *exec.Cmd) *child {
+	t.Helper()
+	c := &child{t: t, cmd: cmd, exited: make(chan struct{})}
 	stderr, err := c.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
