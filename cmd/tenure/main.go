@@ -2,7 +2,8 @@
 // with a lock module of leases and fencing tokens. It is package tenure
 // plus flags, signals and logging: it parses flags, opens the store with
 // tenure.Open, serves it, and turns SIGINT and SIGTERM into a clean
-// shutdown. It holds no logic of its own.
+// shutdown; and it sets the Go runtime up for a server (sysmon.go). It holds
+// no logic of the store's own.
 //
 // "tenure lock … LOCK KEY -- COMMAND" (lock.go) is the other thing it
 // does: run a command while holding a lock of a tenure store, through the
