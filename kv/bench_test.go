@@ -235,3 +235,29 @@ func BenchmarkHSetManyHashes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTxCompareAndSet is the bench's EVALSHA scenario without Lua
+// (bench/keyspace.go's casScript): a transaction that GETs a key and SETs
+// it when the value is the one expected, as a script's redis.call pair.
+func BenchmarkTxCompareAndSet(b *testing.B) {
+	s, keys := openBench(b, FsyncEverysec)
+	value := []byte("0123456789abcdef")
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer testenv.ReportCPU(b)()
+	for i := 0; b.Loop(); i++ {
+		k := keys[i%len(keys)]
+		var swapped bool
+		_, err := s.Tx(nil, func(tx *Store) {
+			v, ok, err := tx.Get(k)
+			if err != nil || !ok || string(v) != string(value) {
+				return
+			}
+			_, err = tx.Set(k, value, SetOptions{})
+			swapped = err == nil
+		})
+		if err != nil || !swapped {
+			b.Fatal(swapped, err)
+		}
+	}
+}

@@ -97,10 +97,10 @@ func (s *Store) view(key []byte, want Type, fn func(rec record)) (found bool, er
 // tried: a read never waits for a writer (a transaction holds every
 // stripe until it commits, and reads go on meanwhile), nor may a pipeline
 // wait for a stripe while it holds one; a read that finds it taken reads
-// Pebble as it is. In a pipeline, a stripe the pipeline holds is its own
-// already, and the cache is true of a key none of its commands wrote (one
-// they wrote is read through its batch). In a transaction the cache knows
-// nothing of its writes, and is not used.
+// Pebble as it is. A stripe a pipeline holds is its own already, as every
+// stripe is a transaction's, and the cache is true of a key none of their
+// commands wrote (one they wrote is read through the batch, as is every
+// key after a FLUSHALL in the transaction).
 func (s *Store) readStripe(h uint64, key []byte) (st *stripe, locked bool) {
 	if s.metaPerStripe == 0 {
 		return nil, false
@@ -112,13 +112,14 @@ func (s *Store) readStripe(h uint64, key []byte) (st *stripe, locked bool) {
 		if st.TryLock() {
 			return st, true
 		}
-	case t.pipe == nil:
-		return nil, false
-	case t.pipe.held[n/64]&(1<<(n%64)) != 0:
-		if _, touched := t.find(key); touched {
-			return nil, false
+	case t.flushed:
+		// The batch deleted every key; the cache knows nothing of it.
+	case t.pipe == nil || t.pipe.held[n/64]&(1<<(n%64)) != 0:
+		// Held: a transaction holds every stripe, a pipeline the ones it
+		// took. The cache is true of a key none of its commands wrote.
+		if _, touched := t.find(key); !touched {
+			return st, false
 		}
-		return st, false
 	case st.TryLock():
 		return st, true
 	}

@@ -205,15 +205,15 @@ func (t *txn) update(s *Store, keys [][]byte, withValue bool, fn func(c *change,
 	return nil
 }
 
-// load is Store.load inside a transaction: through the batch, and never
-// from or into the metadata cache, which knows only what is committed.
-//
-// In a pipeline, a key none of its commands wrote is read as outside,
-// through the metadata cache (its stripe is held, so the cache is true of
-// it), and one a command wrote without its value from what that command
-// left.
+// load is Store.load inside a transaction or a pipeline. A key none of its
+// commands wrote is read as outside, through the metadata cache: its stripe
+// is held (a transaction holds every one, a pipeline the ones it took), so
+// the cache is true of it. A key a command wrote is read from what that
+// command left, or from the batch when its value is wanted and was not
+// kept. After a FLUSHALL in the transaction every read goes to the batch,
+// whose range deletion the cache knows nothing of.
 func (t *txn) load(s *Store, it *item, withValue bool) error {
-	if t.pipe == nil {
+	if t.flushed {
 		return loadFrom(t.b, it, t.now, withValue)
 	}
 	j, touched := t.find(it.key)
