@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -22,6 +23,9 @@ type server struct {
 	bin, dir string
 	addrFlag string   // --addr; "": any port
 	extra    []string // more flags: a cluster node's
+	// stopWait is how long stop waits after SIGTERM before it dumps the
+	// server's goroutines (0: 40 s).
+	stopWait time.Duration
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -155,9 +159,12 @@ func (s *server) stop() error {
 			return fmt.Errorf("the server exited %d after SIGTERM:\n%s", code, s.lastLines(20))
 		}
 		return nil
-	case <-time.After(40 * time.Second):
+	case <-time.After(cmp.Or(s.stopWait, 40*time.Second)):
 		// SIGQUIT: Go prints every goroutine's stack, which says what
-		// held the shutdown up; it goes to a file beside the history.
+		// held the shutdown up; it goes to a file beside the history,
+		// after what the server logged before it (a panic a connection
+		// recovered from is logged there, and is not in the stacks).
+		logged := s.lastLines(200)
 		s.mu.Lock()
 		s.dump = []string{}
 		s.mu.Unlock()
@@ -174,11 +181,11 @@ func (s *server) stop() error {
 		s.mu.Unlock()
 		where := "(not written)"
 		if f, err := os.CreateTemp("", "torture-hung-stop-*.txt"); err == nil {
-			f.WriteString(dump)
+			f.WriteString("the server's log before SIGQUIT, its last lines:\n" + logged + "\n\nafter SIGQUIT:\n" + dump)
 			f.Close()
 			where = f.Name()
 		}
-		return fmt.Errorf("the server did not exit within 40s of SIGTERM (its goroutines, after SIGQUIT: %s):\n%s", where, s.lastLines(20))
+		return fmt.Errorf("the server did not exit within %v of SIGTERM (its log and goroutines, after SIGQUIT: %s):\n%s", cmp.Or(s.stopWait, 40*time.Second), where, s.lastLines(20))
 	}
 }
 
