@@ -120,6 +120,12 @@ func (w *Watcher) Stop() (KeyInfo, bool, error) {
 		// Pause and Close answer every watcher before they refuse calls.
 		return w.Result()
 	}
+	if w.set == nil {
+		// Answered between the check above and the lock, by the step
+		// that held it: the set is gone, and that answer is the one.
+		m.finish(now)
+		return w.Result()
+	}
 	if behind && m.catchUp(now, w.set.name, nil) != nil {
 		return w.Result()
 	}

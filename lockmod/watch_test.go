@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -400,4 +401,77 @@ func TestLOCK17_WatchersNeverMissAChange(t *testing.T) {
 	if answered < 500 {
 		t.Fatalf("only %d watchers answered: the operations hardly changed the keys", answered)
 	}
+}
+
+// A watcher answered by another step while its Stop waits for the lock
+// (the step held it) is stopped with that answer, and the Manager is left
+// as it was. Stop once read the gone set's name there, with the lock held
+// and due events to run first: a nil dereference that a connection's
+// recover turned into a mutex held forever, every later lock call and the
+// server's shutdown waiting on it (the cluster torture, stop-leader).
+func TestWatchStopAnsweredWhileWaitingForTheLock(t *testing.T) {
+	clock := stillClock{NewFakeClock(start)}
+	m := New(Config{Clock: clock})
+	defer func() {
+		if m.mu.TryLock() { // not when this test found it left held
+			m.mu.Unlock()
+			m.Close()
+		}
+	}()
+	a, err := m.Hold(HoldRequest{Lock: "l", Key: "k", ReqID: "a", TTL: 10 * sec}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another key's lease falls due and stays due (the clock's timers never
+	// fire): the Stop below finds events behind, as after a pause.
+	if _, err := m.Hold(HoldRequest{Lock: "l", Key: "other", ReqID: "b", TTL: sec}).Result(); err != nil {
+		t.Fatal(err)
+	}
+	w := m.Watch("l", "k", a.Fence, func() {})
+	if w.Answered() {
+		t.Fatal("the watcher was answered at once")
+	}
+	clock.Advance(2 * sec)
+
+	m.mu.Lock() // the step that will answer it
+	type stopped struct {
+		info     KeyInfo
+		err      error
+		panicked any
+	}
+	done := make(chan stopped, 1)
+	go func() {
+		var s stopped
+		defer func() {
+			s.panicked = recover()
+			done <- s
+		}()
+		s.info, _, s.err = w.Stop()
+	}()
+	for !strings.Contains(allStacks(), "lockmod.(*Manager).beginFocused") {
+		runtime.Gosched()
+	}
+	m.answerAll(w.set, &watchAnswer{info: KeyInfo{Fence: a.Fence}, present: true})
+	m.mu.Unlock()
+
+	s := <-done
+	if s.panicked != nil || s.err != nil || s.info.Fence != a.Fence {
+		t.Fatalf("Stop: panicked %v, err %v, %+v; want the answer given meanwhile", s.panicked, s.err, s.info)
+	}
+	info := make(chan bool, 1)
+	go func() { _, ok := m.Info("l", "k"); info <- ok }()
+	select {
+	case ok := <-info:
+		if !ok {
+			t.Fatal("after the Stop, the key's lease is gone")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("after the Stop, Info waits for the Manager's lock: it was left held")
+	}
+}
+
+// allStacks is every goroutine's stack.
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
 }
