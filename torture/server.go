@@ -27,13 +27,16 @@ type server struct {
 	// server's goroutines (0: 40 s).
 	stopWait time.Duration
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	addr  string
-	done  chan struct{} // closed when cmd has exited
-	tail  []string      // its last lines of stderr, over every run
-	dump  []string      // stderr after a SIGQUIT (a hung stop's goroutines), nil before
-	crash []string      // how runs ended that nobody killed
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{} // closed when cmd has exited
+	tail []string      // its last lines of stderr, over every run
+	// panics are its first lines that tell of a panic, over every run: a
+	// hung stop's cause may be one logged long before the tail.
+	panics []string
+	dump   []string // stderr after a SIGQUIT (a hung stop's goroutines), nil before
+	crash  []string // how runs ended that nobody killed
 }
 
 var readyLine = regexp.MustCompile(`ready to accept connections.* addr=(\S+)`)
@@ -80,6 +83,9 @@ func (s *server) start() (string, error) {
 				s.dump = append(s.dump, line)
 			}
 			s.tail = append(s.tail, line)
+			if strings.Contains(line, "panic") && len(s.panics) < 20 {
+				s.panics = append(s.panics, line)
+			}
 			if len(s.tail) > 400 {
 				s.tail = s.tail[len(s.tail)-200:]
 			}
@@ -166,6 +172,11 @@ func (s *server) stop() error {
 		// recovered from is logged there, and is not in the stacks).
 		logged := s.lastLines(200)
 		s.mu.Lock()
+		if len(s.panics) > 0 {
+			logged = "lines that tell of a panic, from its whole log:\n" + strings.Join(s.panics, "\n") + "\n\nits last lines:\n" + logged
+		}
+		s.mu.Unlock()
+		s.mu.Lock()
 		s.dump = []string{}
 		s.mu.Unlock()
 		cmd.Process.Signal(syscall.SIGQUIT)
@@ -181,7 +192,7 @@ func (s *server) stop() error {
 		s.mu.Unlock()
 		where := "(not written)"
 		if f, err := os.CreateTemp("", "torture-hung-stop-*.txt"); err == nil {
-			f.WriteString("the server's log before SIGQUIT, its last lines:\n" + logged + "\n\nafter SIGQUIT:\n" + dump)
+			f.WriteString("the server's log before SIGQUIT:\n" + logged + "\n\nafter SIGQUIT:\n" + dump)
 			f.Close()
 			where = f.Name()
 		}

@@ -11,7 +11,8 @@ import (
 
 // A server that does not exit on SIGTERM is dumped with SIGQUIT, and the
 // file the error names holds what it logged before, a panic that a
-// connection recovered from say, and what SIGQUIT made it print.
+// connection recovered from say (even one logged long before its last
+// lines), and what SIGQUIT made it print.
 func TestHungStopKeepsTheLogBeforeTheDump(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "hangs")
@@ -19,6 +20,7 @@ func TestHungStopKeepsTheLogBeforeTheDump(t *testing.T) {
 trap '' TERM
 trap 'echo goroutine 1 [dumped] >&2; exit 2' QUIT
 echo "level=ERROR msg=\"panic serving a command\" stack=here" >&2
+i=0; while [ $i -lt 300 ]; do echo "level=INFO msg=noise" >&2; i=$((i+1)); done
 echo "msg=\"ready to accept connections\" addr=127.0.0.1:1" >&2
 while :; do sleep 0.05; done
 `
