@@ -142,10 +142,32 @@ func proposeError(err error) error {
 	return err
 }
 
+// readError is a read's barrier failing: a node that no longer leads did
+// nothing, and says so (the client asks the leader).
+func readError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrNotLeader
+	}
+	return err
+}
+
 // ReadBarrier confirms that this node leads (a round of heartbeats to a
 // majority) and waits until it has applied what was committed when the
 // read came in, which includes this term's epoch entry, so no write
 // acknowledged before is missed (SPEC §10: linearizable reads).
+//
+// A round of heartbeats alone can be fooled: hashicorp/raft counts for it
+// every successful answer a follower's goroutine reads once it began, an
+// answer to a request sent before it included. A leader that was stopped
+// (SIGSTOP, a paused VM) while a new one was elected finds answers from
+// before its pause waiting when it runs again, and its round passes on
+// them; the torture saw such a leader answer a GET with a value the new
+// leader had overwritten. So the round counts only while the lease is held
+// too, which no pause that long leaves (it ends LeaderLeaseTimeout after a
+// majority last answered, on both clocks, and a new leader needs a longer
+// silence); without it, a barrier entry confirms leadership, as only a
+// leader can commit one.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	if n.raft.State() != raft.Leader {
 		return ErrNotLeader
@@ -153,6 +175,11 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 	commit := n.raft.CommitIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil {
 		return proposeError(err)
+	}
+	if !n.leaseHeld() {
+		if err := n.raft.Barrier(applyTimeout).Error(); err != nil {
+			return readError(err)
+		}
 	}
 	deadline := time.NewTimer(applyTimeout)
 	defer deadline.Stop()
