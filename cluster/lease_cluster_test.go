@@ -93,3 +93,36 @@ func TestClusterInProcessGrantOnALapsedLeaseIsReleased_LOCK14(t *testing.T) {
 		t.Fatalf("LOCK.INFO after the refused grant: %v %v, want no lease (released)", v, err)
 	}
 }
+
+// SPEC §10, linearizable reads: while the leader's lease runs, a GET is
+// confirmed by a round of heartbeats and the log grows by nothing; once it
+// has lapsed (as after a freeze, when hashicorp/raft may count answers to
+// heartbeats sent before the pause) a GET is confirmed by a barrier entry
+// committed after it came, and still answers what was written.
+func TestClusterReadOnALapsedLeaseCommitsABarrier(t *testing.T) {
+	tc := newCluster(t, 3)
+	l := tc.leader(5 * time.Second)
+	node, c := tc.nodes[l].db.Node(), tc.client(l)
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the lease", node.LocksReady)
+	lastIndex := func() int { n, _ := strconv.Atoi(tc.infoField(l, "replication", "raft_last_index")); return n }
+	before := lastIndex()
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET under the lease: %q, %v", v, err)
+	}
+	if got := lastIndex(); got != before {
+		t.Fatalf("a GET under the lease took the log from %d to %d; want heartbeats alone", before, got)
+	}
+	resume := node.LapseLease()
+	defer resume()
+	lapsed := lastIndex()
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET on a lapsed lease: %q, %v", v, err)
+	}
+	if got := lastIndex(); got <= lapsed {
+		t.Fatalf("a GET on a lapsed lease left the log at %d; want a barrier entry after it", got)
+	}
+}

@@ -409,7 +409,7 @@ func TestLOCK17_WatchersNeverMissAChange(t *testing.T) {
 // and due events to run first: a nil dereference that a connection's
 // recover turned into a mutex held forever, every later lock call and the
 // server's shutdown waiting on it (the cluster torture, stop-leader).
-func TestWatchStopAnsweredWhileWaitingForTheLock(t *testing.T) {
+func TestLOCK17_WatchStopAnsweredWhileWaitingForTheLock(t *testing.T) {
 	clock := stillClock{NewFakeClock(start)}
 	m := New(Config{Clock: clock})
 	defer func() {
