@@ -391,7 +391,8 @@ func fixed(ttl time.Duration) func(int) time.Duration {
 }
 
 // renewal: renewLeases live leases, renewed at ttl/3 as the SDK renews,
-// spread evenly over the period by clients workers. The offered load is
+// spread evenly over the period by clients workers, with the fine clock
+// running so that they leave as spread (fineclock.go). The offered load is
 // fixed (leases / (ttl/3) per second); what differs is whether the server
 // keeps up, how fast it answers, and the CPU it burns doing so.
 func renewal(ctx context.Context, r *run) (map[string]float64, error) {
@@ -406,6 +407,11 @@ func renewal(ctx context.Context, r *run) (map[string]float64, error) {
 		return nil, err
 	}
 	period := ttl / 3
+	stopClock, err := fineClock() // the renewals leave as paced, not in bursts
+	if err != nil {
+		return nil, err
+	}
+	defer stopClock()
 	start := now()
 	w := window{from: start + int64(r.cfg.warmup), to: start + int64(r.cfg.warmup+r.cfg.duration)}
 	cpu := r.meter(w)
