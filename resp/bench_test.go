@@ -122,3 +122,24 @@ func BenchmarkDurableSet(b *testing.B) {
 		b.ReportMetric((w1-w0)/(s1-s0), "writers/sync")
 	}
 }
+
+// benchCAS is bench/'s compare-and-set script: a GET, then a SET of the
+// same value, so every run writes.
+const benchCASSource = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[1], ARGV[2]) return 1 end return 0`
+
+var benchCAS = redis.NewScript(benchCASSource)
+
+// BenchmarkPipelinedEvalSHA: each op one EVALSHA of benchCAS, a
+// transaction of its own (kv.Store.Tx) that reads a key and writes it.
+func BenchmarkPipelinedEvalSHA(b *testing.B) {
+	ctx := context.Background()
+	sha := benchCAS.Hash() // taken now: go-redis's Script.Load on a pipeline clears it
+	loaded := false
+	pipelined(b, func(p redis.Pipeliner, key string) {
+		if !loaded {
+			p.ScriptLoad(ctx, benchCASSource) // before the first EVALSHA, in its pipeline
+			loaded = true
+		}
+		p.EvalSha(ctx, sha, []string{key}, "0123456789abcdef", "0123456789abcdef")
+	})
+}

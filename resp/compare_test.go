@@ -150,7 +150,7 @@ func TestCompareAndSetInMultiAndScripts(t *testing.T) {
 		{"EVAL \"return redis.call('DELIFEQ', KEYS[1], ARGV[1])\" 1 s tok", 0},
 		{"EVAL \"return redis.pcall('SET', KEYS[1], 'v', 'IFEQ', 'a', 'NX')\" 1 s", "ERR syntax error"},
 		{"EVAL_RO \"return redis.call('DIGEST', KEYS[1])\" 1 s", nil},
-		{"EVAL_RO \"return redis.call('DELEX', KEYS[1])\" 1 s", "ERR Write commands are not allowed from read-only scripts. script: f_db124f0489477a4809dcd6373b6867cd66ba202c, on @user_script:1."},
+		{"EVAL_RO \"return redis.call('DELEX', KEYS[1])\" 1 s", "ERR Write commands are not allowed from read-only scripts. script: db124f0489477a4809dcd6373b6867cd66ba202c, on @user_script:1."},
 
 		// the lock recipe: acquire, a stranger's release refused, extend, release
 		{"SET lock me NX PX 30000", "OK"},

@@ -133,9 +133,7 @@ func statusReply(L *lua.LState) int {
 		L.Push(errorTable(L, "wrong number or type of arguments"))
 		return 1
 	}
-	t := L.NewTable()
-	t.RawSetString("ok", s)
-	L.Push(t)
+	L.Push(fieldTable(L, "ok", s))
 	return 1
 }
 
@@ -213,11 +211,7 @@ func (e *Engine) aclCheckCmd(L *lua.LState) int {
 // toLua is a command's reply as Redis hands it to a script.
 func (e *Engine) toLua(r Reply, depth int) lua.LValue {
 	L := e.L
-	single := func(field string, v lua.LValue) lua.LValue {
-		t := L.NewTable()
-		t.RawSetString(field, v)
-		return t
-	}
+	single := func(field string, v lua.LValue) lua.LValue { return fieldTable(L, field, v) }
 	switch r.Kind {
 	case Int:
 		return lua.LNumber(r.Int)
@@ -238,7 +232,7 @@ func (e *Engine) toLua(r Reply, depth int) lua.LValue {
 	case BigNum:
 		return single("big_number", lua.LString(r.Str))
 	case Verbatim:
-		v := L.NewTable()
+		v := L.CreateTable(0, 2)
 		v.RawSetString("string", lua.LString(r.Str))
 		v.RawSetString("format", lua.LString(r.Format))
 		return single("verbatim_string", v)
@@ -249,13 +243,13 @@ func (e *Engine) toLua(r Reply, depth int) lua.LValue {
 		}
 		return t
 	case Map:
-		m := L.NewTable()
+		m := L.CreateTable(0, len(r.Elems)/2)
 		for i := 0; i+1 < len(r.Elems); i += 2 {
 			m.RawSet(e.toLua(r.Elems[i], depth+1), e.toLua(r.Elems[i+1], depth+1))
 		}
 		return single("map", m)
 	case Set:
-		m := L.NewTable()
+		m := L.CreateTable(0, len(r.Elems))
 		for _, el := range r.Elems {
 			m.RawSet(e.toLua(el, depth+1), lua.LTrue)
 		}

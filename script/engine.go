@@ -90,6 +90,13 @@ func Compile(body []byte) (*Script, error) {
 	if err != nil {
 		return nil, errors.New("Error compiling script (new function): " + err.Error())
 	}
+	// gopher-lua marks a main chunk that does not use "..." as needing
+	// Lua 5.0's arg table, and so builds one (a table with a field n, 2.6 KB)
+	// on every call, in a register no name reaches: its compiler declares
+	// the local arg only in functions with a parent. Lua 5.1, Redis's, never
+	// builds it for a main chunk (lparser.c's main function is only
+	// VARARG_ISVARARG). What the script can see does not change.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
 	return &Script{SHA: SHA1Hex(body), Body: string(body), proto: proto}, nil
 }
 
@@ -345,8 +352,7 @@ func (e *Engine) errorHandler(L *lua.LState) int {
 	err := L.Get(1)
 	t, ok := err.(*lua.LTable)
 	if !ok {
-		t = L.NewTable()
-		t.RawSetString("err", lua.LString("ERR "+lua.LVAsString(L.ToStringMeta(err))))
+		t = fieldTable(L, "err", lua.LString("ERR "+lua.LVAsString(L.ToStringMeta(err))))
 	}
 	for level := 0; level < 8; level++ {
 		dbg, ok := L.GetStack(level)
@@ -408,11 +414,11 @@ func (e *Engine) Run(ctx context.Context, s *Script, keys, args [][]byte, caller
 func (e *Engine) failed(s *Script, err error) Reply {
 	var api *lua.ApiError
 	if !errors.As(err, &api) {
-		return ErrReply("ERR Error running script f_" + s.SHA + ", " + err.Error())
+		return ErrReply("ERR Error running script " + s.SHA + ", " + err.Error())
 	}
 	t, ok := api.Object.(*lua.LTable)
 	if !ok {
-		return ErrReply("ERR Error running script f_" + s.SHA + ", " + cut(api.Object.String(), 100))
+		return ErrReply("ERR Error running script " + s.SHA + ", " + cut(api.Object.String(), 100))
 	}
 	msg := "ERR " + lua.LVAsString(t.RawGetString("err"))
 	if m, ok := t.RawGetString("err").(lua.LString); ok { // as given: it has its code
@@ -420,7 +426,7 @@ func (e *Engine) failed(s *Script, err error) Reply {
 	}
 	src, line := t.RawGetString("source"), t.RawGetString("line")
 	if src != lua.LNil && line != lua.LNil {
-		msg += " script: f_" + s.SHA + ", on " + lua.LVAsString(src) + ":" + lua.LVAsString(line) + "."
+		msg += " script: " + s.SHA + ", on " + lua.LVAsString(src) + ":" + lua.LVAsString(line) + "."
 	}
 	return ErrReply(msg)
 }
@@ -456,8 +462,17 @@ func errorText(s string) string {
 
 // errorTable is a Lua error table {err = "CODE msg"}.
 func errorTable(L *lua.LState, text string) *lua.LTable {
-	t := L.NewTable()
-	t.RawSetString("err", lua.LString(errorText(text)))
+	return fieldTable(L, "err", lua.LString(errorText(text)))
+}
+
+// fieldTable is the table {field = v}: how a reply other than a string, a
+// number, a boolean or an array reaches a script ({ok = "OK"} for every
+// SET). It is sized for its one field: L.NewTable reserves 32 array slots
+// and 32 hash slots, 5 KB of allocation for each such reply. A script may
+// still add to it as to any table.
+func fieldTable(L *lua.LState, field string, v lua.LValue) *lua.LTable {
+	t := L.CreateTable(0, 1)
+	t.RawSetString(field, v)
 	return t
 }
 
