@@ -232,6 +232,7 @@ func cmdConfigResetStat(c *conn, args [][]byte) {
 	st.rejectedConns.Store(0)
 	st.authFailures.Store(0)
 	st.errorReplies.Store(0)
+	st.errors.reset()
 	st.netInput.Store(0)
 	st.netOutput.Store(0)
 	st.heapPeak.Store(0)

@@ -54,6 +54,7 @@ func (c *conn) counted(cmd *command, start time.Time, mark int) (end time.Time) 
 	reply := c.out.b[mark:]
 	if len(reply) > 0 && reply[0] == '-' {
 		c.srv.stats.errorReplies.Add(1)
+		c.srv.stats.errors.add(reply)
 	}
 	end = time.Now()
 	c.srv.metrics.doneAt(cmd, start, end, reply)

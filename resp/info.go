@@ -35,7 +35,8 @@ var infoSections = []struct {
 	{name: "replication", fields: (*Server).infoReplication},
 	{name: "cpu", title: "CPU", fields: (*Server).infoCPU},
 	{name: "commandstats", fields: (*Server).commandStats, notDefault: true},
-	{name: "cluster", fields: (*Server).infoCluster}, // cluster.go
+	{name: "errorstats", fields: (*Server).errorStats}, // errorstats.go
+	{name: "cluster", fields: (*Server).infoCluster},   // cluster.go
 	{name: "keyspace", fields: (*Server).infoKeyspace},
 	{name: "locks", fields: (*Server).infoLocks},
 }

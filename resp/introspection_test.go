@@ -228,7 +228,7 @@ func TestInfoFields(t *testing.T) {
 	c.Do(bg, "NOSUCH")
 	c.Set(bg, "k", "v", 0)
 	info := read()
-	if got := strings.Join(sections, ","); got != "Server,Clients,Memory,Persistence,Stats,Replication,CPU,Commandstats,Cluster,Keyspace,Locks" || info["cluster_enabled"] != "0" {
+	if got := strings.Join(sections, ","); got != "Server,Clients,Memory,Persistence,Stats,Replication,CPU,Commandstats,Errorstats,Cluster,Keyspace,Locks" || info["cluster_enabled"] != "0" {
 		t.Errorf("sections %s", got)
 	}
 	for _, f := range []string{"redis_version", "redis_mode", "os", "process_id", "run_id", "tcp_port",
@@ -351,4 +351,67 @@ func TestClientNoTouch(t *testing.T) {
 		{"RESET", "RESET"},
 		{"CLIENT INFO", containing(" flags=N ")},
 	})
+}
+
+// INFO errorstats counts error replies by their code, as redis-server
+// 7.0.15 does (the expected text is what it printed for these commands):
+// the word before the first space within the first 32 bytes, else ERR;
+// characters an INFO line cannot hold become '_'. CONFIG RESETSTAT clears
+// it, and at most 128 codes are kept.
+func TestInfoErrorstats(t *testing.T) {
+	s := resptest.Start(t, tenure.Options{})
+	c := s.Client()
+	bg := context.Background()
+	info := func() string {
+		t.Helper()
+		v, err := c.Info(bg, "errorstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if err := c.ConfigResetStat(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(bg, "s", "v", 0)
+	c.LPush(bg, "s", "x")
+	c.Do(bg, "nosuchcmd")
+	c.Eval(bg, `return redis.error_reply("MY_ERR_CODE custom msg")`, nil)
+	c.Eval(bg, `return redis.error_reply("")`, nil)
+	c.Eval(bg, `return redis.error_reply("a:b#c x")`, nil)
+	c.Eval(bg, `return redis.error_reply("NOSPACEINTHEFIRSTTHIRTYTWOBYTESOFTHEREPLY")`, nil)
+	c.EvalSha(bg, strings.Repeat("0", 40), nil)
+	c.Incr(bg, "s")
+	want := "# Errorstats\r\n" +
+		"errorstat_ERR:count=4\r\n" +
+		"errorstat_MY_ERR_CODE:count=1\r\n" +
+		"errorstat_NOSCRIPT:count=1\r\n" +
+		"errorstat_WRONGTYPE:count=1\r\n" +
+		"errorstat_a_b_c:count=1\r\n"
+	if got := info(); got != want {
+		t.Fatalf("INFO errorstats:\n%q\nwant\n%q", got, want)
+	}
+	if all, err := c.Info(bg).Result(); err != nil || !strings.Contains(all, "\r\n# Errorstats\r\nerrorstat_ERR:count=4\r\n") {
+		t.Fatalf("INFO (default sections) has no Errorstats: %v\n%s", err, all)
+	}
+
+	if err := c.ConfigResetStat(bg).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := info(); got != "# Errorstats\r\n" {
+		t.Fatalf("INFO errorstats after CONFIG RESETSTAT: %q", got)
+	}
+	for i := range 200 {
+		c.Eval(bg, fmt.Sprintf(`return redis.error_reply("CODE%03d x")`, i), nil)
+	}
+	got := info()
+	if n := strings.Count(got, "errorstat_"); n != 128 {
+		t.Fatalf("%d codes kept of 200, want 128", n)
+	}
+	if !strings.Contains(got, "errorstat_CODE127:count=1") || strings.Contains(got, "CODE128") {
+		t.Fatalf("not the first 128 codes:\n%s", got)
+	}
+	if stats, _ := c.Info(bg, "stats").Result(); !strings.Contains(stats, "total_error_replies:200\r\n") {
+		t.Fatalf("total_error_replies does not count every error:\n%s", stats)
+	}
 }

@@ -108,6 +108,7 @@ type serverStats struct {
 	blocked          atomic.Int64
 	authFailures     atomic.Int64
 	errorReplies     atomic.Int64
+	errors           errorCounts  // by code: INFO's Errorstats (errorstats.go)
 	netInput         atomic.Int64 // bytes read from clients
 	netOutput        atomic.Int64 // bytes written to clients
 	opsRate          opsRate
