@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"strings"
@@ -99,14 +100,14 @@ func (f walFile) SyncData() error {
 	if !f.s.fsync.walSyncIsFsync() {
 		return nil
 	}
-	return f.check(f.File.SyncData())
+	return f.check(f.s.syncData(f.File))
 }
 
 // Close fsyncs first: Pebble closes a WAL, syncing it, before it starts the
 // next, so that only the last one can have an unclean tail after a crash.
 func (f walFile) Close() error {
 	if f.s.fsync.fsyncOnClose() {
-		_ = f.check(f.File.SyncData())
+		_ = f.check(f.s.syncData(f.File))
 	}
 	return f.File.Close()
 }
@@ -147,3 +148,38 @@ func (i deadInfo) ModTime() time.Time     { return time.Time{} }
 func (i deadInfo) IsDir() bool            { return false }
 func (i deadInfo) Sys() any               { return nil }
 func (i deadInfo) DeviceID() vfs.DeviceID { return vfs.DeviceID{} }
+
+// useWALRing lets a store on the real disk sync its WAL through io_uring
+// where the kernel gives one; tests turn it off to test fdatasync(2).
+var useWALRing = true
+
+// syncData is an fdatasync of a WAL file: through the store's ring when it
+// has one and the file is an OS file, else the file's own SyncData. A ring
+// that fails in itself (not the fdatasync it made) is let go, and the file
+// synced by fdatasync(2) from then on.
+func (s *Store) syncData(f vfs.File) error {
+	ring := s.walRing.Load()
+	if ring == nil {
+		return f.SyncData()
+	}
+	fd := f.Fd()
+	if fd == vfs.InvalidFd {
+		return f.SyncData()
+	}
+	err := ring.fdatasync(int(fd))
+	if errors.Is(err, errURing) {
+		if s.walRing.CompareAndSwap(ring, nil) {
+			s.log.Warn("io_uring failed; the WAL is synced by fdatasync(2) from now on", "err", err)
+			ring.close()
+		}
+		return f.SyncData()
+	}
+	return err
+}
+
+// closeWALRing lets the ring go once Pebble no longer syncs.
+func (s *Store) closeWALRing() {
+	if ring := s.walRing.Swap(nil); ring != nil {
+		ring.close()
+	}
+}

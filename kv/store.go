@@ -108,6 +108,9 @@ type keyspace struct {
 
 	fsync  fsyncPolicy // the one reader of the fsync mode (storage_fsync.go)
 	closed atomic.Bool
+	// walRing makes the WAL's fdatasyncs when the kernel gives one and
+	// the store is on the real disk; nil otherwise (storage_uring_linux.go).
+	walRing atomic.Pointer[uring]
 
 	// failed is the first write Pebble could not make (see commit): from
 	// then on every write is refused with it.
@@ -184,17 +187,29 @@ func Open(dir string, o Options) (*Store, error) {
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
+	if o.FS == nil && useWALRing {
+		ring, err := newURing()
+		if err != nil {
+			s.log.Info("the WAL is synced by fdatasync(2)", "why", err)
+		}
+		if ring != nil {
+			s.walRing.Store(ring)
+		}
+	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
+		s.closeWALRing()
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	s.db = db
 	if err := checkFormat(db); err != nil {
 		_ = db.Close()
+		s.closeWALRing()
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	if err := s.recover(); err != nil {
 		_ = db.Close()
+		s.closeWALRing()
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	s.wg.Add(1)
@@ -266,6 +281,7 @@ func (s *Store) Close() error {
 	if cerr := s.db.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
+	s.closeWALRing()
 	if err != nil {
 		return fmt.Errorf("close %s: %w", s.dir, err)
 	}
@@ -292,6 +308,9 @@ type Stats struct {
 	// WALSyncWriters the writers they answered: their ratio is how many
 	// writers shared a sync (storage_walgroup.go).
 	WALSyncs, WALSyncWriters int64
+	// WALFsync is how the WAL is fsynced: "io_uring" or "fdatasync"
+	// (storage_uring_linux.go).
+	WALFsync string
 }
 
 // Stats returns the current counters and Pebble's disk usage.
@@ -307,6 +326,10 @@ func (s *Store) Stats() Stats {
 		ChangesSinceSave: s.changes.Load(),
 		WALSyncs:         s.walGroup.syncs.Load(),
 		WALSyncWriters:   s.walGroup.writers.Load(),
+		WALFsync:         "fdatasync",
+	}
+	if s.walRing.Load() != nil {
+		st.WALFsync = "io_uring"
 	}
 	if !s.closed.Load() {
 		st.DiskUsage = s.db.Metrics().DiskSpaceUsage()

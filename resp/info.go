@@ -164,6 +164,7 @@ func (s *Server) infoPersistence() [][2]string {
 		{"rdb_changes_since_last_save", itoa(st.ChangesSinceSave)},
 		{"wal_syncs", itoa(st.WALSyncs)},
 		{"wal_sync_writers", itoa(st.WALSyncWriters)},
+		{"wal_fsync", st.WALFsync}, // io_uring or fdatasync (kv/storage_uring_linux.go)
 	}
 }
 
