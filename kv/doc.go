@@ -49,7 +49,9 @@
 //	storage_pipeline.go    a connection's pipeline of commands in one batch
 //	storage_readsettle.go  a read waits for the WAL to hold what it saw
 //	storage_walsync.go     the WAL syncs writers share; the everysec syncer
+//	storage_walgroup.go    the rounds of writers that share one sync
 //	storage_walguard.go    the file system that keeps WAL errors from Pebble
+//	storage_uring_linux.go the WAL's fdatasync through an io_uring
 //	storage_diskfail.go    a failed disk: writes refused, reads go on
 //	storage_fsync.go       the fsync modes, and the policy that reads them
 //	storage_expire.go      the background goroutine: active expiry
