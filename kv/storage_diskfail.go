@@ -123,6 +123,7 @@ func (s *Store) closeFailed(failed error) error {
 			defer s.recoverWrite(&err)
 			return s.db.Close()
 		}()
+		s.closeWALRing() // Pebble's close may still have synced the WAL
 		done <- err
 	}()
 	select {

@@ -82,6 +82,7 @@ func newURing() (u *uring, err error) {
 	defer func() {
 		if err != nil {
 			u.close()
+			u = nil
 		}
 	}()
 	sqSize := int(p.sqOff.array + p.sqEntries*4)
@@ -122,7 +123,8 @@ func (u *uring) word(ring []byte, off uint32) *uint32 {
 }
 
 // fdatasync makes an fdatasync(2) of fd and waits for it, in the poller.
-// Its error is fdatasync's; an error of the ring itself is errURing's.
+// Its error is the fsync's, or errURing's when the ring failed in itself
+// and the fsync did not run.
 func (u *uring) fdatasync(fd int) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -140,8 +142,11 @@ func (u *uring) fdatasync(fd int) error {
 	*(*uint64)(unsafe.Pointer(&sqe[32])) = u.serial
 	*u.word(u.sq, u.p.sqOff.array+i*4) = i
 	atomic.StoreUint32(u.word(u.sq, u.p.sqOff.tail), tail+1)
-	if err := u.enter(1, 0, 0); err != nil {
-		return err
+	if n, err := u.enter(1, 0, 0); err != nil || n != 1 {
+		// Not submitted: the fsync has not run, and fdatasync(2) may make
+		// it. (The entry left in the ring goes with the ring, which the
+		// caller lets go.)
+		return fmt.Errorf("%w: submitted %d: %v", errURing, n, err)
 	}
 	var (
 		res  int32
@@ -161,31 +166,41 @@ func (u *uring) fdatasync(fd int) error {
 	if err := u.conn.Read(reap); err != nil {
 		// Not in the poller after all: wait in the kernel instead.
 		for !reap(0) {
-			if err := u.enter(0, 1, uringEnterGetEvents); err != nil {
-				return err
+			if _, err := u.enter(0, 1, uringEnterGetEvents); err != nil {
+				return fmt.Errorf("io_uring: an fdatasync's result is unknown: %v", err)
 			}
 		}
 	}
+	// Once submitted, the fsync may have run and failed, and taken the
+	// file's error report with it: a later fdatasync(2) of the same file
+	// would then succeed. So only a completion that says the fsync never
+	// ran is the ring's own failure; every other failure is the disk's.
 	switch {
 	case !mine:
-		return fmt.Errorf("%w: a completion of another submission", errURing)
+		return errors.New("io_uring: an fdatasync's result is unknown: a completion of another submission")
+	case res == -int32(unix.ECANCELED) || res == -int32(unix.EAGAIN) || res == -int32(unix.ENOMEM) || res == -int32(unix.EINTR):
+		// The kernel did not run it: ECANCELED when it could not start
+		// the worker thread that runs it (RLIMIT_NPROC, a pids cgroup's
+		// limit), EAGAIN and ENOMEM when short of memory.
+		return fmt.Errorf("%w: fsync not run: %v", errURing, syscall.Errno(-res))
 	case res < 0:
 		return fmt.Errorf("fdatasync: %w", syscall.Errno(-res))
 	}
 	return nil
 }
 
-// enter is io_uring_enter(2), retried when a signal interrupts it.
-func (u *uring) enter(submit, wait uint32, flags uintptr) error {
+// enter is io_uring_enter(2), retried when a signal interrupts it: how
+// many entries it submitted, or its error.
+func (u *uring) enter(submit, wait uint32, flags uintptr) (int, error) {
 	for {
-		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(u.fd), uintptr(submit), uintptr(wait), flags, 0, 0)
+		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(u.fd), uintptr(submit), uintptr(wait), flags, 0, 0)
 		switch errno {
 		case 0:
-			return nil
+			return int(n), nil
 		case unix.EINTR:
 			continue
 		default:
-			return fmt.Errorf("%w: io_uring_enter: %v", errURing, errno)
+			return 0, fmt.Errorf("io_uring_enter: %w", errno)
 		}
 	}
 }
