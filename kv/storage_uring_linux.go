@@ -171,10 +171,16 @@ func (u *uring) fdatasync(fd int) error {
 			}
 		}
 	}
-	// Once submitted, the fsync may have run and failed, and taken the
-	// file's error report with it: a later fdatasync(2) of the same file
-	// would then succeed. So only a completion that says the fsync never
-	// ran is the ring's own failure; every other failure is the disk's.
+	return completion(res, mine)
+}
+
+// completion is what the completion of a submitted fsync means. Once
+// submitted, the fsync may have run and failed, and taken the file's error
+// report with it: a later fdatasync(2) of the same file would then succeed.
+// So only a completion that says the fsync never ran is the ring's own
+// failure (errURing: the caller may fdatasync(2) instead); every other
+// failure is the disk's, and so is a result the ring cannot give.
+func completion(res int32, mine bool) error {
 	switch {
 	case !mine:
 		return errors.New("io_uring: an fdatasync's result is unknown: a completion of another submission")
@@ -182,7 +188,7 @@ func (u *uring) fdatasync(fd int) error {
 		// The kernel did not run it: ECANCELED when it could not start
 		// the worker thread that runs it (RLIMIT_NPROC, a pids cgroup's
 		// limit), EAGAIN and ENOMEM when short of memory.
-		return fmt.Errorf("%w: fsync not run: %v", errURing, syscall.Errno(-res))
+		return fmt.Errorf("%w: fsync not run: %w", errURing, syscall.Errno(-res))
 	case res < 0:
 		return fmt.Errorf("fdatasync: %w", syscall.Errno(-res))
 	}

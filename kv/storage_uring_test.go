@@ -175,3 +175,30 @@ func TestWALFsyncWithoutTheRing(t *testing.T) {
 		t.Fatalf("GET k after reopen: %q %v %v", v, ok, err)
 	}
 }
+
+// What a completion means decides between falling back to fdatasync(2) and
+// latching the store failed (SPEC §7: nothing acknowledged is lost). The
+// kernel cancels an fsync it cannot start a worker for (RLIMIT_NPROC, a
+// pids limit): the fsync never ran, so fdatasync(2) may make it. An fsync
+// that ran and failed may have taken the file's error report, and a
+// completion of something else leaves this one's result unknown: both are
+// the disk's failure, never the ring's.
+func TestURingCompletionSaysWhoFailed(t *testing.T) {
+	notRun := []syscall.Errno{syscall.ECANCELED, syscall.EAGAIN, syscall.ENOMEM, syscall.EINTR}
+	for _, e := range notRun {
+		if err := completion(-int32(e), true); !errors.Is(err, errURing) || !errors.Is(err, e) {
+			t.Errorf("%v: %v, want the ring's own failure", e, err)
+		}
+	}
+	for _, e := range []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EROFS, syscall.EBADF, syscall.EINVAL} {
+		if err := completion(-int32(e), true); err == nil || errors.Is(err, errURing) || !errors.Is(err, e) {
+			t.Errorf("%v: %v, want the disk's failure", e, err)
+		}
+	}
+	if err := completion(0, false); err == nil || errors.Is(err, errURing) {
+		t.Errorf("a completion of another submission: %v, want the disk's failure", err)
+	}
+	if err := completion(0, true); err != nil {
+		t.Errorf("success: %v", err)
+	}
+}
