@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -210,26 +209,15 @@ func TestFsyncAlwaysSharesFsyncs(t *testing.T) {
 
 	measure := func(name string, writers, each int) (writes, syncs int64) {
 		before := walSyncs.Load()
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range each {
-					key := fmt.Appendf(nil, "%s:%d:%d", name, w, i)
-					if _, err := s.Set(key, key, SetOptions{}); err != nil {
-						errs <- err
-						return
-					}
+		concurrently(t, writers, func(w int) error {
+			for i := range each {
+				key := fmt.Appendf(nil, "%s:%d:%d", name, w, i)
+				if _, err := s.Set(key, key, SetOptions{}); err != nil {
+					return err
 				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+			}
+			return nil
+		})
 		return int64(writers * each), walSyncs.Load() - before
 	}
 

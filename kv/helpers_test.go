@@ -196,3 +196,24 @@ func bs(ss ...string) [][]byte {
 	}
 	return out
 }
+
+// concurrently runs work(0) … work(n-1) in goroutines of their own, waits
+// for them all, and fails the test with the first error any returned (a
+// goroutine stops at its own first error).
+func concurrently(t testing.TB, n int, work func(w int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range n {
+		wg.Go(func() {
+			if err := work(w); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

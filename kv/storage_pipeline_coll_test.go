@@ -218,51 +218,42 @@ func TestPipelinesOfPushesConcurrentWithWriters(t *testing.T) {
 	ts := openTest(t)
 	const workers, rounds, keys = 6, 30, 5
 	key := func(i int) []byte { return fmt.Appendf(nil, "q%d", i%keys) }
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	popped := map[string]int{}
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			p := ts.NewPipeline()
-			for r := range rounds {
-				var err error
-				for i := range keys {
-					el := fmt.Appendf(nil, "%d:%d:%d", w, r, i)
-					k := key(r + i*3)
-					switch w % 3 {
-					case 0:
-						_, err = p.View().Push(k, false, false, [][]byte{el})
-					case 1:
-						_, err = ts.Push(k, true, false, [][]byte{el})
-					case 2:
-						var out [][]byte
-						out, err = p.View().Pop(k, true, 1)
-						mu.Lock()
-						for _, o := range out {
-							popped[string(o)]++
-						}
-						mu.Unlock()
+	concurrently(t, workers, func(w int) error {
+		p := ts.NewPipeline()
+		for r := range rounds {
+			var err error
+			for i := range keys {
+				el := fmt.Appendf(nil, "%d:%d:%d", w, r, i)
+				k := key(r + i*3)
+				switch w % 3 {
+				case 0:
+					_, err = p.View().Push(k, false, false, [][]byte{el})
+				case 1:
+					_, err = ts.Push(k, true, false, [][]byte{el})
+				case 2:
+					var out [][]byte
+					out, err = p.View().Pop(k, true, 1)
+					mu.Lock()
+					for _, o := range out {
+						popped[string(o)]++
 					}
-					if err != nil {
-						break
-					}
-				}
-				if err == nil {
-					err = p.Commit()
+					mu.Unlock()
 				}
 				if err != nil {
-					errs <- err
-					return
+					break
 				}
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			if err == nil {
+				err = p.Commit()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	for i := range keys {
 		rest, err := ts.LRange(key(i), 0, -1)
 		if err != nil {

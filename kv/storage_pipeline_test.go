@@ -3,7 +3,6 @@ package kv
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,52 +135,41 @@ func TestPipelinesConcurrentWithWriters(t *testing.T) {
 	ts := openTest(t)
 	const workers, rounds, keys = 6, 40, 8
 	key := func(i int) []byte { return fmt.Appendf(nil, "n%d", i%keys) }
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := ts.NewPipeline()
-			for r := range rounds {
-				var err error
-				switch w % 3 {
-				case 0: // a pipeline of increments, keys in any order
-					for i := range keys {
-						if _, err = p.View().IncrBy(key(r+i*5), 1); err != nil {
-							break
-						}
+	concurrently(t, workers, func(w int) error {
+		p := ts.NewPipeline()
+		for r := range rounds {
+			var err error
+			switch w % 3 {
+			case 0: // a pipeline of increments, keys in any order
+				for i := range keys {
+					if _, err = p.View().IncrBy(key(r+i*5), 1); err != nil {
+						break
 					}
-					if err == nil {
-						err = p.Commit()
-					}
-				case 1: // increments on their own
-					for i := range keys {
-						if _, err = ts.IncrBy(key(i+r), 1); err != nil {
-							break
-						}
-					}
-				case 2: // a transaction of increments
-					_, err = ts.Tx(nil, func(tx *Store) {
-						for i := range keys {
-							if _, err := tx.IncrBy(key(i), 1); err != nil {
-								t.Error(err)
-							}
-						}
-					})
 				}
-				if err != nil {
-					errs <- err
-					return
+				if err == nil {
+					err = p.Commit()
 				}
+			case 1: // increments on their own
+				for i := range keys {
+					if _, err = ts.IncrBy(key(i+r), 1); err != nil {
+						break
+					}
+				}
+			case 2: // a transaction of increments
+				_, err = ts.Tx(nil, func(tx *Store) {
+					for i := range keys {
+						if _, err := tx.IncrBy(key(i), 1); err != nil {
+							t.Error(err)
+						}
+					}
+				})
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	var total int64
 	for i := range keys {
 		n, err := ts.IncrBy(key(i), 0)

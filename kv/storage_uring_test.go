@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 )
@@ -97,23 +96,14 @@ func TestWALFsyncThroughTheRing(t *testing.T) {
 		t.Fatalf("WALFsync %q on the real disk, want io_uring", got)
 	}
 	const writers, each = 8, 50
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		wg.Go(func() {
-			for i := range each {
-				if _, err := s.Set(fmt.Appendf(nil, "k%d-%d", w, i), []byte("v"), SetOptions{}); err != nil {
-					errs <- err
-					return
-				}
+	concurrently(t, writers, func(w int) error {
+		for i := range each {
+			if _, err := s.Set(fmt.Appendf(nil, "k%d-%d", w, i), []byte("v"), SetOptions{}); err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		}
+		return nil
+	})
 	if st := s.Stats(); st.WALSyncs == 0 || st.WALSyncs >= writers*each {
 		t.Fatalf("%d WAL syncs for %d writes", st.WALSyncs, writers*each)
 	}
