@@ -147,11 +147,12 @@ test-ts:
 # run slowly, and Go's default minute per input stalls them. A crasher is
 # written to testdata/fuzz/<Target>/: fix it, and keep it there as a seed.
 FUZZMIN     ?= 5s
-FUZZTARGETS ?= FuzzReader FuzzDispatch FuzzCommandArgs FuzzUsersFile
+# FUZZTARGETS are package:Target.
+FUZZTARGETS ?= resp:FuzzReader resp:FuzzDispatch resp:FuzzCommandArgs resp:FuzzUsersFile internal/dump:FuzzDecode
 fuzz:
 	@set -e; for t in $(FUZZTARGETS); do \
 		echo "== $$t ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./resp/; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./$${t%%:*}/; \
 	done
 
 # The torture harness (torture/): the server under a nemesis of kills,
@@ -181,7 +182,8 @@ bench:
 
 # The clients people already use, for real: redis-cli, redis-py,
 # node-redis, ioredis, go-redis (RESP3) and redis-benchmark against the
-# lock commands (compat/).
+# lock commands, and a redis-server whose MIGRATE moves keys into tenure
+# (compat/).
 # Installs what is missing with apt-get and npm; fails if any check fails.
 .PHONY: compat
 compat: build

@@ -22,7 +22,7 @@ shift
 units=("$@")
 if [ ${#units[@]} -eq 0 ]; then
 	units=(type/string type/incr keyspace protocol expire info-command multi bitops
-		type/hash type/set type/zset type/list scripting pubsub pubsubshard)
+		type/hash type/set type/zset type/list scripting pubsub pubsubshard dump)
 fi
 out=${OUT:-/tmp/redis-suite}
 mkdir -p "$out"

@@ -13,6 +13,7 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 need_apt=()
 command -v redis-cli >/dev/null || need_apt+=(redis-tools)
 command -v redis-benchmark >/dev/null || need_apt+=(redis-tools)
+command -v redis-server >/dev/null || need_apt+=(redis-server)
 "$PYTHON" -c 'import redis' 2>/dev/null || need_apt+=(python3-redis)
 command -v script >/dev/null || need_apt+=(bsdutils)
 command -v node >/dev/null || need_apt+=(nodejs)
@@ -35,7 +36,7 @@ fi
 start=$SECONDS
 passed=0
 failed=0
-for check in redis-cli.sh cluster.sh redis-py.sh node.sh go-redis.sh redis-benchmark.sh; do
+for check in redis-cli.sh cluster.sh redis-py.sh node.sh go-redis.sh redis-benchmark.sh migrate.sh; do
 	echo
 	echo "=== compat/$check"
 	if bash "$COMPAT_DIR/$check"; then

@@ -29,6 +29,17 @@ func (t *tableBuilder) keyRows() {
 	t.add("copy", -3, RoleWrite, effWrite, 0, cmdCopy, "Copies the value of a key to a new key.", keys(1, 2, 1),
 		docs("6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
 			argKey("source"), argKey("destination"), arg{Name: "destination-db", Type: "integer", Token: "DB", Optional: true}, argToken("REPLACE")))
+	t.add("dump", 2, RoleRead, effRead, 0, cmdDump, "Returns a serialized representation of the value stored at a key.", keys(1, 1, 1),
+		docs("2.6.0", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+			argKey("key")))
+	restoreArgs := []arg{argKey("key"), argInt("ttl"), argString("serialized-value"), argToken("REPLACE"), argToken("ABSTTL"),
+		argOption("IDLETIME", "seconds"), argOption("FREQ", "frequency")}
+	t.add("restore", -4, RoleWrite, effWrite, 0, cmdRestore, "Creates a key from the serialized representation of a value.", keys(1, 1, 1),
+		docs("2.6.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+			restoreArgs...))
+	t.add("restore-asking", -4, RoleWrite, effWrite, 0, cmdRestore, "An internal command for migrating keys in a cluster.", keys(1, 1, 1),
+		docs("3.0.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size.",
+			restoreArgs...))
 	object := t.add("object", -2, RoleRead, effRead, 0, nil, "A container for object introspection commands.")
 	t.sub(object, "encoding", 3, RoleRead, effRead, 0, cmdObjectEncoding, "Returns the internal encoding of a Redis object.", keys(2, 2, 1),
 		docs("2.2.3", "O(1)", argKey("key")))
