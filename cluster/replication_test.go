@@ -90,6 +90,7 @@ func representative(row string) (invocation, bool) {
 		"time":                    {cmd: []any{"TIME"}},
 		"shutdown":                {skip: "it stops the node"},
 		"lastsave":                {cmd: []any{"LASTSAVE"}},
+		"monitor":                 {cmd: []any{"MONITOR"}},
 		// cluster
 		"role":            {cmd: []any{"ROLE"}},
 		"cluster":         {skip: "a container: its subcommands are rows"},

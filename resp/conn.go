@@ -83,6 +83,9 @@ type conn struct {
 	// ps is the connection's subscriptions and its output queue, from its
 	// first SUBSCRIBE on (pubsub.go); nil before.
 	ps *subscriptions
+	// monitoring: MONITOR made c a monitor (monitor.go); its lines go
+	// through ps's queue.
+	monitoring bool
 	// replyMode is CLIENT REPLY's: replies on, off, or skip the next.
 	replyMode replyMode
 }

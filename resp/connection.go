@@ -166,6 +166,7 @@ func (c *conn) authenticate(user, password []byte) bool {
 func cmdReset(c *conn, args [][]byte) {
 	c.endTx()
 	c.unsubscribeAll() // out of subscribed mode, telling nobody
+	c.stopMonitoring()
 	c.replyMode = replyOn
 	c.mu.Lock()
 	c.name = ""
@@ -431,6 +432,9 @@ func (c *conn) describe(now time.Time) string {
 	}
 	if c.noTouch {
 		flags += "T"
+	}
+	if c.monitoring {
+		flags += "O"
 	}
 	c.mu.Unlock()
 	if flags == "" {

@@ -75,6 +75,12 @@ func (c *conn) dispatch(args [][]byte) *command {
 		c.out.Err("Can't execute '" + cmd.Name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		cmd.rejected()
 		c.tx.refused()
+	case c.monitoring && cmd.Effect&(effRead|effWrite|effScript|effQueue) != 0:
+		// Redis refuses a monitor, which it counts as a replica, any
+		// command that reads or writes (monitor.go).
+		c.out.Err("Replica can't interact with the keyspace")
+		cmd.rejected()
+		c.tx.refused()
 	case c.scriptBusy(cmd, args):
 		// resp/scripting.go: another client's script ran past busy-reply-threshold
 	case c.tx.queueing && cmd.Flags&FlagNoMulti != 0:
@@ -90,6 +96,11 @@ func (c *conn) dispatch(args [][]byte) *command {
 		c.out.Status("QUEUED")
 	default:
 		c.lastCmd.Store(cmd)
+		if cmd.Effect&effScript != 0 {
+			c.feedMonitors(cmd, args, c.addr) // before the commands its script calls
+		} else {
+			defer c.feedMonitors(cmd, args, c.addr)
+		}
 		if c.srv.cluster != nil && c.route(cmd, args) {
 			break // routing.go: redirected, or through the log
 		}

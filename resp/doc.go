@@ -79,6 +79,7 @@
 //	pubsub.go      SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE and UN-, PUBLISH, SPUBLISH, PUBSUB (SPEC §13)
 //	pushqueue.go   a subscriber's bounded output and its writer; client-output-buffer-limit
 //	notify.go      keyspace notifications (notify-keyspace-events) and lock events (L)
+//	monitor.go     MONITOR: every command run, as a line pushed to the monitors
 //	scripting.go   EVAL, EVALSHA, EVAL_RO, EVALSHA_RO: a script in one transaction (package script runs the Lua)
 //	scripting_cache.go   the script cache by SHA1; SCRIPT LOAD, EXISTS, FLUSH, HELP
 //	scripting_busy.go    a long script: other clients wait or get -BUSY (busy-reply-threshold); SCRIPT KILL

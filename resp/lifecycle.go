@@ -98,7 +98,9 @@ type Server struct {
 	blocks  blocking     // resp/blocking.go: clients blocked in BLPOP and the like
 	lists   listSettings // resp/config_collections.go
 	pubsub  pubsub       // resp/pubsub.go, resp/notify.go
-	audit   *auditRing   // resp/audit.go; nil when off
+	// monitors are the MONITOR connections (resp/monitor.go).
+	monitors monitors
+	audit    *auditRing // resp/audit.go; nil when off
 }
 
 type serverStats struct {

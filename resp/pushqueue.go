@@ -185,6 +185,7 @@ func (c *conn) endPushes() {
 		return
 	}
 	c.unsubscribeAll()
+	c.stopMonitoring()
 	c.ps.q.close()
 	c.nc.Close() // a write blocked on a client that does not read fails
 	<-c.ps.q.done

@@ -136,6 +136,7 @@ func (sc *scriptCaller) Call(args [][]byte, resp int) (r script.Reply) {
 		c.out.resp3, c.out.v = resp3, v
 	}()
 	cmd.Handler(c, args)
+	c.feedMonitors(cmd, args, "lua")
 	r, _, err := script.ParseRESP(c.out.b[mark:])
 	if err != nil {
 		return script.ErrReply("ERR " + err.Error())

@@ -34,6 +34,8 @@ func (t *tableBuilder) serverRows() {
 	t.sub(memory, "usage", -3, RoleRead, effRead, 0, cmdMemoryUsage, "Estimates the memory usage of a key.", keys(2, 2, 1),
 		docs("4.0.0", "O(N) where N is the number of samples.", argKey("key"), argOption("SAMPLES", "count")))
 	t.sub(memory, "help", 2, RoleRead, effNone, 0, cmdMemoryHelp, "Returns helpful text about the different subcommands.")
+	t.add("monitor", 1, RoleAdmin, effLocal, FlagNoScript, cmdMonitor, "Listens for all requests received by the server in real-time.",
+		docs("1.0.0", ""))
 	t.add("lastsave", 1, RoleRead, effNone, FlagFast|flagNodeAnswer, cmdLastSave, "Returns the Unix timestamp of the last fsync of the write-ahead log.",
 		docs("1.0.0", "O(1)"))
 
