@@ -348,6 +348,34 @@ func (s *Store) rename(src, dst []byte, nx bool) (bool, error) {
 	return done, err
 }
 
+// Fence is the fence key remembers (SPEC §3), 0 when it remembers none or
+// is missing.
+func (s *Store) Fence(key []byte) (uint64, error) {
+	var f uint64
+	_, err := s.view(key, typeAny, func(rec record) { f = rec.fence })
+	if err != nil {
+		return 0, wrap("fence", err)
+	}
+	return f, nil
+}
+
+// RaiseFence makes key remember fence if it remembers a smaller one,
+// writing nothing else; a missing key is left alone. RESTORE … REPLACE
+// gives the value it writes the fence of the one it replaced, as COPY …
+// REPLACE does: a replacement is no DEL, which alone forgets a fence.
+func (s *Store) RaiseFence(key []byte, fence uint64) error {
+	err := s.update(key, true, func(c *change, it *item) error {
+		if !it.cur.live || it.cur.rec.fence >= fence {
+			return nil
+		}
+		r := it.cur.rec
+		r.fence = fence
+		c.put(it, r)
+		return nil
+	})
+	return wrap("fence", err)
+}
+
 // Deadline is EXPIRETIME/PEXPIRETIME: key's deadline in unix ms, -1 if it
 // has no TTL, -2 if it is missing.
 func (s *Store) Deadline(key []byte) (int64, error) {

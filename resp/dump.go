@@ -125,10 +125,13 @@ func cmdRestore(c *conn, args [][]byte) {
 		}
 	}
 	key := args[1]
+	// Decoded before the transaction, which holds every stripe; its
+	// error is answered in its turn, after the key's and the TTL's.
+	v, decoded := dump.Decode(args[3])
 	var reply func()
 	err := c.atomically(func(store *kv.Store) error {
 		var err error
-		reply, err = c.restore(store, key, args[2], args[3], o)
+		reply, err = c.restore(store, key, args[2], v, decoded, o)
 		return err
 	})
 	if err != nil {
@@ -138,9 +141,11 @@ func cmdRestore(c *conn, args [][]byte) {
 	reply()
 }
 
-// restore is RESTORE on store, a transaction's view. It returns the reply
-// to send once the transaction has committed.
-func (c *conn) restore(store *kv.Store, key, ttlArg, payload []byte, o restoreArgs) (func(), error) {
+// restore is RESTORE on store, a transaction's view, of v or of the
+// payload's error. It returns the reply to send once the transaction has
+// committed. The key keeps the fence it remembered (SPEC §3): REPLACE
+// replaces a value, as COPY … REPLACE does, and only DEL forgets a fence.
+func (c *conn) restore(store *kv.Store, key, ttlArg []byte, v dump.Value, decoded error, o restoreArgs) (func(), error) {
 	if !o.replace {
 		n, err := store.Exists([][]byte{key})
 		if err != nil {
@@ -157,12 +162,15 @@ func (c *conn) restore(store *kv.Store, key, ttlArg, payload []byte, o restoreAr
 	case ttl < 0:
 		return func() { c.out.Err("Invalid TTL value, must be >= 0") }, nil
 	}
-	v, err := dump.Decode(payload)
-	if err != nil {
-		return func() { c.out.Err(err.Error()) }, nil
+	if decoded != nil {
+		return func() { c.out.Err(decoded.Error()) }, nil
 	}
-	deleted := false
+	deleted, fence := false, uint64(0)
 	if o.replace {
+		var err error
+		if fence, err = store.Fence(key); err != nil {
+			return nil, err
+		}
 		n, err := store.Del([][]byte{key})
 		if err != nil {
 			return nil, err
@@ -184,6 +192,11 @@ func (c *conn) restore(store *kv.Store, key, ttlArg, payload []byte, o restoreAr
 	}
 	if err := restoreValue(store, key, v); err != nil {
 		return nil, err
+	}
+	if fence != 0 {
+		if err := store.RaiseFence(key, fence); err != nil {
+			return nil, err
+		}
 	}
 	if ttl != 0 {
 		if _, err := store.ExpireAt(key, ttl, kv.CondNone); err != nil {

@@ -2,6 +2,7 @@ package resp_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -310,6 +311,28 @@ func TestRestoreIsOneWrite(t *testing.T) {
 	if err != nil || msg.Payload != "q" {
 		t.Fatalf("keyspace event: %v %v, want restore of q", msg, err)
 	}
+
+	// REPLACE with a TTL already past: the old key is deleted, and told.
+	if err := sub.Subscribe(bg, "__keyevent@0__:del"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(bg, "RESTORE", "q", "1", p, "REPLACE", "ABSTTL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	for {
+		msg, err := sub.Receive(ctx)
+		if err != nil {
+			t.Fatalf("waiting for the del event: %v", err)
+		}
+		if m, ok := msg.(*redis.Message); ok {
+			if m.Channel != "__keyevent@0__:del" || m.Payload != "q" || c.Exists(bg, "q").Val() != 0 {
+				t.Fatalf("after RESTORE … REPLACE with a past TTL: %s %s, EXISTS %d", m.Channel, m.Payload, c.Exists(bg, "q").Val())
+			}
+			break
+		}
+	}
 }
 
 // TestDumpRestoreAgainstRedis: random keys of every type move both ways
@@ -336,5 +359,64 @@ func TestDumpRestoreAgainstRedis(t *testing.T) {
 			t.Fatalf("Redis's RESTORE of tenure's %s: %v", k, err)
 		}
 		sameValue(t, theirs, k, theirs, "back:"+k)
+	}
+}
+
+// RESTORE … REPLACE keeps the fence the key remembered, as COPY … REPLACE
+// does (SPEC §3: only DEL forgets a fence), so a holder with an older
+// fence is still refused; a key it creates remembers none.
+func TestRestoreReplaceKeepsTheFence(t *testing.T) {
+	s := start(t)
+	transcript(t, s.Client(), []step{
+		{"SET fk v FENCE 100", "OK"},
+		{"RPUSH src a b", 2},
+		{fmt.Sprintf("RESTORE fresh 0 %q", stringPayload), "OK"},
+		{"SET fresh x FENCE 1", "OK"},
+	})
+	c := s.Client()
+	p := c.Dump(bg, "src").Val()
+	if err := c.RestoreReplace(bg, "fk", 0, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	transcript(t, c, []step{
+		{"LRANGE fk 0 -1", []any{"a", "b"}},
+		{"SET fk stale FENCE 50", "FENCED a newer fence has written this key"},
+		{"SET fk fresh FENCE 100", "OK"},
+	})
+}
+
+// A RESTORE … REPLACE of a key is one write: another client never finds
+// the key missing between the old value and the new.
+func TestRestoreReplaceIsAtomic(t *testing.T) {
+	s := start(t)
+	c := s.Client()
+	if err := c.HSet(bg, "h", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := c.Dump(bg, "h").Val()
+	done := make(chan struct{})
+	missing := make(chan int, 1)
+	go func() {
+		reader, n := s.Client(), 0
+		for {
+			select {
+			case <-done:
+				missing <- n
+				return
+			default:
+			}
+			if reader.Exists(bg, "h").Val() == 0 {
+				n++
+			}
+		}
+	}()
+	for range 2000 {
+		if err := c.RestoreReplace(bg, "h", 0, p).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if n := <-missing; n > 0 {
+		t.Fatalf("a reader found the key missing %d times during RESTORE … REPLACE", n)
 	}
 }

@@ -18,8 +18,8 @@ import (
 // own: a SIGKILL in mid-stream loses no acknowledged RESTORE in any
 // --fsync mode, plain or pipelined, and leaves no key half restored (a
 // hash without all its fields, a list without all its elements) or never
-// sent. Every third key is restored with REPLACE over a string SET just
-// before.
+// sent. Every third RESTORE is a REPLACE of the writer's one key rr:w,
+// which must then hold the last acknowledged or a later one, whole.
 func TestRestoreKill(t *testing.T) {
 	bin := buildServer(t)
 	for _, mode := range fsyncModes {
@@ -59,6 +59,9 @@ func testRestoreKill(t *testing.T, bin, mode string) {
 			defer rdb.Close()
 			ctx := context.Background()
 			a := &acks[w]
+			if err := rdb.Set(ctx, fmt.Sprintf("rr:%d", w), "old", 0).Err(); err != nil {
+				return
+			}
 			for i := 0; ; {
 				n := 1 // odd writers pipeline 8 RESTOREs at a time
 				if w%2 == 1 {
@@ -71,9 +74,8 @@ func testRestoreKill(t *testing.T, bin, mode string) {
 					key := fmt.Sprintf("r:%d:%d", w, i+j)
 					payload := string(dump.Encode(restoredValue(i + j)))
 					if (i+j)%3 == 2 {
-						// Over a string: REPLACE.
-						pipe.Set(ctx, key, "old", 0)
-						pipe.RestoreReplace(ctx, key, 0, payload)
+						// REPLACE of the writer's one key rr:w.
+						pipe.RestoreReplace(ctx, fmt.Sprintf("rr:%d", w), 0, payload)
 					} else {
 						pipe.Restore(ctx, key, 0, payload)
 					}
@@ -117,8 +119,13 @@ func testRestoreKill(t *testing.T, bin, mode string) {
 		}
 	}
 	for w, a := range acks {
+		lastReplace := -1 // the last acknowledged REPLACE of rr:w
 		for _, i := range a.acked {
 			acked++
+			if i%3 == 2 {
+				lastReplace = i
+				continue
+			}
 			if msg := check(fmt.Sprintf("r:%d:%d", w, i), i); msg != "" {
 				lost++
 				t.Errorf("r:%d:%d acknowledged, now %s", w, i, msg)
@@ -126,11 +133,22 @@ func testRestoreKill(t *testing.T, bin, mode string) {
 		}
 		for _, i := range a.pending {
 			key := fmt.Sprintf("r:%d:%d", w, i)
-			if rdb.Exists(ctx, key).Val() == 1 && rdb.Get(ctx, key).Val() != "old" {
+			if i%3 != 2 && rdb.Exists(ctx, key).Val() == 1 {
 				if msg := check(key, i); msg != "" {
 					t.Errorf("%s, in flight at the kill, is %s: half restored", key, msg)
 				}
 			}
+		}
+		// rr:w holds what its last acknowledged REPLACE wrote, or a
+		// later one in flight: never nothing, never half of one.
+		rr := fmt.Sprintf("rr:%d", w)
+		ok := lastReplace < 0 && rdb.Get(ctx, rr).Val() == "old"
+		for _, i := range append([]int{lastReplace}, a.pending...) {
+			ok = ok || (i >= 0 && i%3 == 2 && check(rr, i) == "")
+		}
+		if !ok {
+			lost++
+			t.Errorf("%s: last REPLACE acknowledged %d, in flight %v; it is %s", rr, lastReplace, a.pending, check(rr, max(lastReplace, 0)))
 		}
 		next := len(a.acked) + len(a.pending)
 		if n := rdb.Exists(ctx, fmt.Sprintf("r:%d:%d", w, next)).Val(); n != 0 {

@@ -115,7 +115,7 @@ func Decode(p []byte) (Value, error) {
 	if checksum(p[:len(p)-8]) != binary.LittleEndian.Uint64(footer[2:]) {
 		return Value{}, ErrVersionOrChecksum
 	}
-	r := &reader{p: body}
+	r := &reader{p: body, bud: budget{left: budgetBase + budgetPerByte*int64(len(p))}}
 	v, err := r.value()
 	if err == nil && len(r.p) != 0 {
 		err = errBad
@@ -129,8 +129,41 @@ func Decode(p []byte) (Value, error) {
 // errBad is a malformed payload.
 var errBad = ErrBadFormat
 
-// reader is a payload's bytes not yet read.
-type reader struct{ p []byte }
+// What a payload may cost to decode. A payload is a client's bytes, and
+// small ones can stand for a great deal: an LZF string claims its length,
+// and a compressed listpack of one-byte entries holds some 60 elements a
+// byte, each a slice in a Value. So Decode spends from a budget of
+// budgetBase and budgetPerByte for each byte of the payload: an element
+// costs elemCost and the bytes it adds, an LZF string its length, before
+// any of it is made. A plain payload is far within it (an empty list
+// element is one byte of it, and 24 of a Value); a Redis value past it
+// is refused, with ErrTooLarge.
+const (
+	budgetBase    = 64 << 20
+	budgetPerByte = 32
+	elemCost      = 24 // a slice header
+)
+
+// ErrTooLarge wraps ErrBadFormat for a payload past Decode's budget.
+var ErrTooLarge = fmt.Errorf("%w: it decodes to more than 64 MiB and %d times its size", ErrBadFormat, budgetPerByte)
+
+// budget is what is left of a Decode's.
+type budget struct{ left int64 }
+
+func (b *budget) spend(n int) error {
+	b.left -= int64(n)
+	if b.left < 0 {
+		return ErrTooLarge
+	}
+	return nil
+}
+
+// reader is a payload's bytes not yet read, and what decoding them may
+// still cost.
+type reader struct {
+	p   []byte
+	bud budget
+}
 
 func (r *reader) byte() (byte, error) {
 	if len(r.p) == 0 {
@@ -250,6 +283,12 @@ func (r *reader) str() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if ulen > 1<<40 {
+			return nil, errBad
+		}
+		if err := r.bud.spend(int(ulen)); err != nil {
+			return nil, err
+		}
 		return lzfDecompress(in, ulen)
 	}
 	return nil, errBad
@@ -266,7 +305,9 @@ func lzfDecompress(in []byte, n uint64) ([]byte, error) {
 	if n == 0 || n > uint64(len(in))*lzfMaxRatio {
 		return nil, errBad
 	}
-	out := make([]byte, 0, n)
+	// Grown as it fills, so that a false claim costs no more than what
+	// the input really expands to.
+	out := make([]byte, 0, min(n, uint64(len(in))*4+64))
 	for i := 0; i < len(in); {
 		ctrl := int(in[i])
 		i++
@@ -337,7 +378,7 @@ func (r *reader) value() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		elems, err := intset(b)
+		elems, err := intset(b, &r.bud)
 		return collection(Set, elems, nil, err)
 	case typeSetListpack:
 		elems, err := r.packed(listpack)
@@ -372,6 +413,9 @@ func (r *reader) strs(per int) ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := r.bud.spend(elemCost); err != nil {
+			return nil, err
+		}
 		elems = append(elems, s)
 	}
 	return elems, nil
@@ -397,6 +441,9 @@ func (r *reader) zset(binaryScores bool) (Value, error) {
 			}
 			score = math.Float64frombits(binary.LittleEndian.Uint64(q))
 		} else if score, err = r.textScore(); err != nil {
+			return Value{}, err
+		}
+		if err := r.bud.spend(elemCost + 8); err != nil {
 			return Value{}, err
 		}
 		elems, scores = append(elems, m), append(scores, score)
@@ -459,10 +506,13 @@ func (r *reader) quicklist(v2 bool) (Value, error) {
 			return Value{}, errBad
 		}
 		if container == containerPlain {
+			if err := r.bud.spend(elemCost); err != nil {
+				return Value{}, err
+			}
 			elems = append(elems, b)
 			continue
 		}
-		if elems, err = packer(v2)(b, elems); err != nil {
+		if elems, err = packer(v2)(b, elems, &r.bud); err != nil {
 			return Value{}, err
 		}
 	}
@@ -496,8 +546,9 @@ func (r *reader) packedZSet(unpack unpacker) (Value, error) {
 	return collection(ZSet, elems, scores, nil)
 }
 
-// unpacker appends the entries of a ziplist or listpack to elems.
-type unpacker func(b []byte, elems [][]byte) ([][]byte, error)
+// unpacker appends the entries of a ziplist or listpack to elems,
+// spending from bud.
+type unpacker func(b []byte, elems [][]byte, bud *budget) ([][]byte, error)
 
 func packer(isListpack bool) unpacker {
 	if isListpack {
@@ -512,7 +563,7 @@ func (r *reader) packed(unpack unpacker) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unpack(b, nil)
+	return unpack(b, nil, &r.bud)
 }
 
 // collection checks what Redis refuses to load into a key: an empty

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -380,7 +381,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"an intset out of order", withFooter(rdbStr([]byte{typeSetIntset}, []byte{2, 0, 0, 0, 2, 0, 0, 0, 5, 0, 3, 0}), 9), ErrBadFormat, ""},
 		{"an intset of width 3", withFooter(rdbStr([]byte{typeSetIntset}, []byte{3, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0}), 9), ErrBadFormat, ""},
 		{"LZF that claims too much", withFooter([]byte{typeString, 0xc3, 2, 0x7f, 0, 'a', 'b'}, 9), ErrBadFormat, ""},
-		{"LZF that reaches back too far", withFooter([]byte{typeString, 0xc3, 3, 4, 0, 'a', 0x20, 5}, 9), ErrBadFormat, ""},
+		{"LZF that reaches back too far", withFooter([]byte{typeString, 0xc3, 4, 4, 0, 'a', 0x20, 5}, 9), ErrBadFormat, ""},
+		{"LZF that claims 16 TiB", withFooter([]byte{typeString, 0xc3, 2, 0x81, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 'a'}, 9), ErrBadFormat, ""},
 		{"a stream", withFooter([]byte{typeStream2, 0}, 9), ErrBadFormat, "a stream, which tenure does not store"},
 		{"a module's value", withFooter([]byte{typeModule2, 0}, 9), ErrBadFormat, "a module's value"},
 		{"RDB type 99", withFooter([]byte{99}, 9), ErrBadFormat, "RDB type 99"},
@@ -438,4 +440,71 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoded:\n got %s\nwant %s", show(again), show(v))
 		}
 	})
+}
+
+// lzfRepeat is an LZF stream that expands to prefix, unit reps times, and
+// suffix: a literal, then back references one unit back.
+func lzfRepeat(prefix, unit []byte, reps int, suffix []byte) (lzf []byte, n int) {
+	literal := func(b []byte) {
+		for len(b) > 0 {
+			run := min(len(b), 32)
+			lzf = append(append(lzf, byte(run-1)), b[:run]...)
+			b = b[run:]
+		}
+	}
+	literal(append(bytes.Clone(prefix), unit...))
+	left := (reps - 1) * len(unit)
+	off := len(unit) - 1
+	for left > 0 {
+		l := min(left, 264)
+		if l < 3 {
+			literal(bytes.Repeat(unit, reps)[:l]) // what is left, as it is
+			break
+		}
+		if l-2 < 7 {
+			lzf = append(lzf, byte((l-2)<<5|off>>8), byte(off))
+		} else {
+			lzf = append(lzf, byte(7<<5|off>>8), byte(l-2-7), byte(off))
+		}
+		left -= l
+	}
+	literal(suffix)
+	return lzf, len(prefix) + reps*len(unit) + len(suffix)
+}
+
+// listpackBomb is a payload of a list: one LZF-compressed listpack of
+// reps entries "1", some 60 elements a byte.
+func listpackBomb(reps int) []byte {
+	total := 6 + 2*reps + 1
+	header := binary.LittleEndian.AppendUint32(nil, uint32(total))
+	header = binary.LittleEndian.AppendUint16(header, 0xffff)
+	lzf, n := lzfRepeat(header, []byte{0x01, 0x01}, reps, []byte{0xff})
+	body := []byte{typeListQuick2, 1, containerPacked, 0xc3}
+	body = appendLength(body, uint64(len(lzf)))
+	body = appendLength(body, uint64(n))
+	return withFooter(append(body, lzf...), 10)
+}
+
+// TestDecodeBudget: a small payload that stands for a great deal is
+// refused before it is made (a review's bomb: 300 KB for 13 million
+// elements and 1.9 GB); one within the budget decodes, through LZF back
+// references.
+func TestDecodeBudget(t *testing.T) {
+	small := listpackBomb(100000)
+	v, err := Decode(small)
+	if err != nil || len(v.Elems) != 100000 || string(v.Elems[99999]) != "1" {
+		t.Fatalf("100,000 elements in %d bytes: %d elements, %v", len(small), len(v.Elems), err)
+	}
+	bomb := listpackBomb(10_000_000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Decode(bomb)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrBadFormat) {
+		t.Fatalf("10 million elements in %d bytes: %v, want ErrTooLarge", len(bomb), err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 400<<20 {
+		t.Fatalf("refusing the bomb allocated %d MiB", alloc>>20)
+	}
+	t.Logf("%d bytes standing for 10 million elements: refused (%v)", len(bomb), err)
 }

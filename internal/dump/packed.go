@@ -13,7 +13,7 @@ import (
 // header of its size, the offset of its last entry and its count (65535:
 // not counted), then entries, each the length of the one before it, an
 // encoding and the data, then 0xff.
-func ziplist(b []byte, elems [][]byte) ([][]byte, error) {
+func ziplist(b []byte, elems [][]byte, bud *budget) ([][]byte, error) {
 	const header = 10
 	if len(b) < header+1 || binary.LittleEndian.Uint32(b) != uint32(len(b)) || b[len(b)-1] != 0xff {
 		return nil, errBad
@@ -82,10 +82,16 @@ func ziplist(b []byte, elems [][]byte) ([][]byte, error) {
 			p += width
 		}
 		if isNum {
+			if err := bud.spend(elemCost + 20); err != nil {
+				return nil, err
+			}
 			elems = append(elems, strconv.AppendInt(nil, num, 10))
 		} else {
 			if size < 0 || size > end-p {
 				return nil, errBad
+			}
+			if err := bud.spend(elemCost); err != nil {
+				return nil, err
 			}
 			elems = append(elems, b[p:p+size])
 			p += size
@@ -112,7 +118,7 @@ func littleSigned(q []byte) int64 {
 // listpack appends a listpack's entries to elems (Redis's listpack.c): a
 // header of its size and count (65535: not counted), then entries, each an
 // encoding, the data and the entry's length written backwards, then 0xff.
-func listpack(b []byte, elems [][]byte) ([][]byte, error) {
+func listpack(b []byte, elems [][]byte, bud *budget) ([][]byte, error) {
 	const header = 6
 	if len(b) < header+1 || binary.LittleEndian.Uint32(b) != uint32(len(b)) || b[len(b)-1] != 0xff {
 		return nil, errBad
@@ -161,10 +167,16 @@ func listpack(b []byte, elems [][]byte) ([][]byte, error) {
 			return nil, errBad
 		}
 		if isNum {
+			if err := bud.spend(elemCost + 20); err != nil {
+				return nil, err
+			}
 			elems = append(elems, strconv.AppendInt(nil, num, 10))
 		} else {
 			if size < 0 || size > end-p {
 				return nil, errBad
+			}
+			if err := bud.spend(elemCost); err != nil {
+				return nil, err
 			}
 			elems = append(elems, b[p:p+size])
 			p += size
@@ -211,7 +223,7 @@ func backlen(buf []byte, l uint64) int {
 // intset is an intset's members as text (Redis's intset.c): the width of
 // its integers (2, 4 or 8 bytes), their count, and the integers, little
 // endian, strictly ascending.
-func intset(b []byte) ([][]byte, error) {
+func intset(b []byte, bud *budget) ([][]byte, error) {
 	if len(b) < 8 {
 		return nil, errBad
 	}
@@ -224,6 +236,9 @@ func intset(b []byte) ([][]byte, error) {
 		v := littleSigned(b[8+i*width : 8+(i+1)*width])
 		if i > 0 && v <= littleSigned(b[8+(i-1)*width:8+i*width]) {
 			return nil, errBad
+		}
+		if err := bud.spend(elemCost + 20); err != nil {
+			return nil, err
 		}
 		elems = append(elems, strconv.AppendInt(nil, v, 10))
 	}
