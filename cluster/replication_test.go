@@ -91,6 +91,7 @@ func representative(row string) (invocation, bool) {
 		"shutdown":                {skip: "it stops the node"},
 		"lastsave":                {cmd: []any{"LASTSAVE"}},
 		"monitor":                 {cmd: []any{"MONITOR"}},
+		"migrate":                 {skip: "refused in a cluster (resp/migrate.go): a write row is an entry every node would run"},
 		// cluster
 		"role":            {cmd: []any{"ROLE"}},
 		"cluster":         {skip: "a container: its subcommands are rows"},

@@ -5,7 +5,8 @@ Keys of every type are written to the Redis in each encoding it keeps
 tables, skiplists), some with a TTL; the Redis MIGRATEs them to tenure,
 which RESTOREs each payload; tenure must then hold what the Redis holds.
 Then each key goes back: tenure's DUMP RESTOREd into the Redis under
-another name. Run by migrate.sh: python3 migrate.py REDIS_PORT TENURE_PORT.
+another name, and tenure's own MIGRATE over the originals. Run by
+migrate.sh: python3 migrate.py REDIS_PORT TENURE_PORT.
 """
 
 import sys
@@ -85,3 +86,10 @@ for k in keys:
     theirs.restore("back:" + k, ttl, ours.dump(k))
     check(f"{k}: tenure's DUMP RESTOREs into the Redis", value(theirs, "back:" + k) == value(ours, k))
     check(f"{k}: with its TTL", same_ttl(theirs.pttl("back:" + k), ours.pttl(k)))
+
+# tenure's own MIGRATE, back into the Redis over what it has.
+before = {k: value(ours, k) for k in keys}
+reply = ours.execute_command("MIGRATE", "127.0.0.1", redis_port, "", 0, 5000, "REPLACE", "KEYS", *keys)
+check("tenure's MIGRATE … REPLACE KEYS into the Redis answers OK", reply == b"OK", reply)
+for k in keys:
+    check(f"{k}: tenure's MIGRATE moved it whole", value(theirs, k) == before[k] and ours.exists(k) == 0)

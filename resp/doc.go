@@ -72,6 +72,7 @@
 //	config_collections.go  CONFIG's zset and list encoding settings
 //	keys.go        DEL, EXPIRE, TTL, SCAN, RENAME, … (kv's keys)
 //	dump.go        DUMP, RESTORE: a value as Redis serializes it (internal/dump), so MIGRATE moves keys in
+//	migrate.go     MIGRATE: keys out to another server, as RESTOREs of their DUMPs
 //	transactions.go MULTI, EXEC, DISCARD, WATCH, UNWATCH (kv's Tx and Watch)
 //	locks.go       LOCK.HOLD, LOCK.RENEW, LOCK.RELEASE, LOCK.INFO, LOCK.LIST, LOCK.HOLDERS, LOCK.REVOKE
 //	lockwatch.go   LOCK.WATCH: a watcher waits on its connection's own read, no goroutine of its own

@@ -183,7 +183,7 @@ func (s *Server) infoStats() [][2]string {
 		{"total_net_input_bytes", itoa(s.stats.netInput.Load())},
 		{"total_net_output_bytes", itoa(s.stats.netOutput.Load())},
 		{"evicted_keys", "0"},
-		{"migrate_cached_sockets", "0"}, // tenure has RESTORE and no MIGRATE of its own
+		{"migrate_cached_sockets", "0"}, // MIGRATE keeps no connection between calls
 		{"total_error_replies", itoa(s.stats.errorReplies.Load())},
 		{"pubsub_channels", itoa(int64(channels))},
 		{"pubsub_patterns", itoa(int64(patterns))},

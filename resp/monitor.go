@@ -99,8 +99,8 @@ func (c *conn) feedMonitors(cmd *command, args [][]byte, peer string) {
 }
 
 // redacted is the arguments of args a monitor must not see (bit i: args[i]):
-// AUTH's, HELLO's after AUTH, and the lease id of LOCK.RENEW and
-// LOCK.RELEASE (a lease id is its holder's bearer token).
+// AUTH's, HELLO's and MIGRATE's after AUTH or AUTH2, and the lease id of
+// LOCK.RENEW and LOCK.RELEASE (a lease id is its holder's bearer token).
 func redacted(cmd *command, args [][]byte) (mask uint64) {
 	switch cmd.Name {
 	case "auth":
@@ -114,6 +114,18 @@ func redacted(cmd *command, args [][]byte) (mask uint64) {
 		return mask
 	case "lock.renew", "lock.release":
 		return 1 << 1
+	case "migrate":
+		for i := 6; i < len(args) && i < 62; i++ {
+			switch option(args[i]) {
+			case "auth":
+				mask |= 1 << (i + 1)
+			case "auth2":
+				mask |= 3 << (i + 1)
+			case "keys":
+				return mask
+			}
+		}
+		return mask
 	}
 	return 0
 }

@@ -81,6 +81,8 @@ func TestMonitor(t *testing.T) {
 		{func() { c.Do(ctx, "AUTH", "user", "secret") }, []string{`"AUTH" "(redacted)" "(redacted)"`}},
 		{func() { c.Do(ctx, "HELLO", "2", "AUTH", "user", "secret", "SETNAME", "x") },
 			[]string{`"HELLO" "2" "AUTH" "(redacted)" "(redacted)" "SETNAME" "x"`}},
+		{func() { c.Do(ctx, "MIGRATE", "127.0.0.1", "1", "k", "0", "10", "COPY", "AUTH2", "u", "secret", "KEYS") },
+			[]string{`"MIGRATE" "127.0.0.1" "1" "k" "0" "10" "COPY" "AUTH2" "(redacted)" "(redacted)" "KEYS"`}},
 		// Not shown: an admin command, an unknown one, a wrong arity.
 		// The ECHO after them is the next line.
 		{func() {

@@ -40,6 +40,13 @@ func (t *tableBuilder) keyRows() {
 	t.add("restore-asking", -4, RoleWrite, effWrite, 0, cmdRestore, "An internal command for migrating keys in a cluster.", keys(1, 1, 1),
 		docs("3.0.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size.",
 			restoreArgs...))
+	t.add("migrate", -6, RoleWrite, effWrite, 0, cmdMigrate, "Atomically transfers a key from one Redis instance to another.", keys(3, 3, 1),
+		docs("2.6.0", "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
+			argString("host"), argInt("port"), argString("key"), argInt("destination-db"), argInt("timeout"), argToken("COPY"), argToken("REPLACE"),
+			arg{Name: "authentication", Type: "oneof", Optional: true, Args: []arg{
+				{Name: "auth", Type: "string", Token: "AUTH"},
+				{Name: "auth2", Type: "block", Token: "AUTH2", Args: []arg{argString("username"), argString("password")}}}},
+			arg{Name: "keys", Type: "key", Token: "KEYS", Optional: true, Multiple: true}))
 	object := t.add("object", -2, RoleRead, effRead, 0, nil, "A container for object introspection commands.")
 	t.sub(object, "encoding", 3, RoleRead, effRead, 0, cmdObjectEncoding, "Returns the internal encoding of a Redis object.", keys(2, 2, 1),
 		docs("2.2.3", "O(1)", argKey("key")))

@@ -49,7 +49,7 @@ type match func(got any) string
 
 // errorCodes are the code words an error reply starts with.
 var errorCodes = []string{"ERR", "WRONGTYPE", "FENCED", "NOPROTO", "NOAUTH", "NOPERM", "WRONGPASS", "LOST", "EXECABORT",
-	"NOSCRIPT", "NOTBUSY", "UNKILLABLE", "BUSY", "BUSYKEY"}
+	"NOSCRIPT", "NOTBUSY", "UNKILLABLE", "BUSY", "BUSYKEY", "IOERR"}
 
 func isErrorText(s string) bool {
 	for _, code := range errorCodes {
