@@ -191,6 +191,8 @@ func Run(cfg Config) (*Report, error) {
 	// Hash and set clients besides (collections.go), one per two lock
 	// clients.
 	closers = append(closers, runCollectionClients(ctx, &wg, addrs, max(1, cfg.Goroutines/2), cfg.Seed+7777)...)
+	// RESTORE … REPLACE clients (restores.go), two.
+	closers = append(closers, runRestoreClients(ctx, &wg, addrs, 2, cfg.Seed+9999)...)
 	// A queue's producers and consumers (queue.go), two of each.
 	closers = append(closers, runQueueClients(ctx, &wg, addrs, 2, 2, cfg.Seed+8888)...)
 	// (g): observers of the mutex keys beside the holders, one per key

@@ -290,8 +290,12 @@ func counterHistory(events []Event) ([]porcupine.Operation, int) {
 	return ops, dropped
 }
 
-// parseSet reads a SET on the wire: SET key value [FENCE f] …
+// parseSet reads a SET on the wire: SET key value [FENCE f] …, or a
+// RESTORE … REPLACE of a string, a plain SET of its value (restores.go).
 func parseSet(e Event) (linmodel.RegisterInput, bool) {
+	if r, ok := parseRestore(e); ok {
+		return linmodel.RegisterInput{Key: r.key, Set: true, Value: r.value}, true
+	}
 	if e.Kind != evWire || len(e.Args) < 3 || !strings.EqualFold(e.Args[0], "set") {
 		return linmodel.RegisterInput{}, false
 	}

@@ -175,7 +175,7 @@ func (p *proxy) handle(client net.Conn) {
 				cr.drain()
 				return
 			}
-			reqs <- wireAsk{args: args, sent: cr.last}
+			reqs <- wireAsk{args: historyArgs(args), sent: cr.last}
 		}
 	}()
 	go func() {
@@ -224,7 +224,7 @@ func tracked(args []string) bool {
 	switch strings.ToLower(args[0]) {
 	case "lock.hold", "lock.renew", "lock.release":
 		return true
-	case "get", "set":
+	case "get", "set", "restore": // RESTORE: restores.go
 		return strings.HasPrefix(args[1], counterKey(""))
 	}
 	return collTracked(args) || queueTracked(args) // hashes, sets, sorted sets: collections.go; lists: queue.go
