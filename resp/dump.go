@@ -81,7 +81,7 @@ type restoreArgs struct {
 // tenure keeps no access times for eviction.
 func cmdRestore(c *conn, args [][]byte) {
 	var o restoreArgs
-	idle, freq := false, false
+	hint := "" // "idletime" or "freq": Redis takes one of them, as often as given
 	for j := 4; j < len(args); j++ {
 		more := j+1 < len(args)
 		switch option(args[j]) {
@@ -89,36 +89,18 @@ func cmdRestore(c *conn, args [][]byte) {
 			o.replace = true
 		case "absttl":
 			o.absTTL = true
-		case "idletime":
-			if !more || freq {
+		case "idletime", "freq":
+			name := option(args[j])
+			if !more || (hint != "" && hint != name) {
 				c.out.Err(errSyntax)
 				return
 			}
-			n, ok := parseInt(args[j+1])
-			switch {
-			case !ok:
-				c.out.Err(errNotInteger)
-				return
-			case n < 0:
-				c.out.Err("Invalid IDLETIME value, must be >= 0")
+			if msg := restoreHint(name, args[j+1]); msg != "" {
+				c.out.Err(msg)
 				return
 			}
-			idle, j = true, j+1
-		case "freq":
-			if !more || idle {
-				c.out.Err(errSyntax)
-				return
-			}
-			n, ok := parseInt(args[j+1])
-			switch {
-			case !ok:
-				c.out.Err(errNotInteger)
-				return
-			case n < 0 || n > 255:
-				c.out.Err("Invalid FREQ value, must be >= 0 and <= 255")
-				return
-			}
-			freq, j = true, j+1
+			hint = name
+			j++
 		default:
 			c.out.Err(errSyntax)
 			return
@@ -139,6 +121,21 @@ func cmdRestore(c *conn, args [][]byte) {
 		return
 	}
 	reply()
+}
+
+// restoreHint checks RESTORE's IDLETIME or FREQ value, with Redis's
+// texts: "" when it is good.
+func restoreHint(name string, v []byte) string {
+	n, ok := parseInt(v)
+	switch {
+	case !ok:
+		return errNotInteger
+	case name == "idletime" && n < 0:
+		return "Invalid IDLETIME value, must be >= 0"
+	case name == "freq" && (n < 0 || n > 255):
+		return "Invalid FREQ value, must be >= 0 and <= 255"
+	}
+	return ""
 }
 
 // restore is RESTORE on store, a transaction's view, of v or of the

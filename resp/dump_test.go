@@ -50,6 +50,7 @@ var dumpRestoreSteps = []step{
 	{"RESTORE s 0 junk FREQ 256", "ERR Invalid FREQ value, must be >= 0 and <= 255"},
 	{"RESTORE s 0 junk FREQ -1", "ERR Invalid FREQ value, must be >= 0 and <= 255"},
 	{"RESTORE s 0 junk IDLETIME 1 FREQ 1", "ERR syntax error"},
+	{fmt.Sprintf("RESTORE s3 0 %q IDLETIME 1 IDLETIME 2", stringPayload), "OK"},
 	{"RESTORE s 0 junk FREQ 1 IDLETIME 1", "ERR syntax error"},
 	{fmt.Sprintf("RESTORE s 0 %q REPLACE IDLETIME 10", stringPayload), "OK"},
 	{fmt.Sprintf("RESTORE s 0 %q replace absttl freq 5", stringPayload), "OK"},

@@ -43,15 +43,8 @@ func collTracked(args []string) bool {
 func runCollectionClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, n int, seed uint64) []func() {
 	var closers []func()
 	for i := range n {
-		clients := make([]*redis.Client, len(addrs))
-		for j, a := range addrs {
-			clients[j] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-		}
-		closers = append(closers, func() {
-			for _, c := range clients {
-				c.Close()
-			}
-		})
+		clients, closeClients := proxyClients(addrs)
+		closers = append(closers, closeClients)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -98,6 +91,21 @@ func runCollectionClients(ctx context.Context, wg *sync.WaitGroup, addrs []strin
 		}()
 	}
 	return closers
+}
+
+// proxyClients are a data client's connections, one through each of addrs
+// (the proxies), and what closes them. A read times out after 2 s, past
+// the queue's BRPOP of a second.
+func proxyClients(addrs []string) ([]*redis.Client, func()) {
+	clients := make([]*redis.Client, len(addrs))
+	for j, a := range addrs {
+		clients[j] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	}
+	return clients, func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}
 }
 
 // collInput is one command on one (key, member) register; Value "" is

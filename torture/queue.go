@@ -62,16 +62,8 @@ func queueTracked(args []string) bool {
 func runQueueClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, producers, consumers int, seed uint64) []func() {
 	var closers []func()
 	for i := range producers + consumers {
-		clients := make([]*redis.Client, len(addrs))
-		for j, a := range addrs {
-			// BRPOP waits up to a second: the read timeout is past it.
-			clients[j] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-		}
-		closers = append(closers, func() {
-			for _, c := range clients {
-				c.Close()
-			}
-		})
+		clients, closeClients := proxyClients(addrs)
+		closers = append(closers, closeClients)
 		producer := i < producers
 		wg.Add(1)
 		go func() {

@@ -30,15 +30,8 @@ func restoredKey(i int) string { return counterKey(fmt.Sprintf("restored:%d", i)
 func runRestoreClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, n int, seed uint64) []func() {
 	var closers []func()
 	for i := range n {
-		clients := make([]*redis.Client, len(addrs))
-		for j, a := range addrs {
-			clients[j] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, PoolSize: 1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-		}
-		closers = append(closers, func() {
-			for _, c := range clients {
-				c.Close()
-			}
-		})
+		clients, closeClients := proxyClients(addrs)
+		closers = append(closers, closeClients)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

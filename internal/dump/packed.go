@@ -81,20 +81,9 @@ func ziplist(b []byte, elems [][]byte, bud *budget) ([][]byte, error) {
 			}
 			p += width
 		}
-		if isNum {
-			if err := bud.spend(elemCost + 20); err != nil {
-				return nil, err
-			}
-			elems = append(elems, strconv.AppendInt(nil, num, 10))
-		} else {
-			if size < 0 || size > end-p {
-				return nil, errBad
-			}
-			if err := bud.spend(elemCost); err != nil {
-				return nil, err
-			}
-			elems = append(elems, b[p:p+size])
-			p += size
+		var err error
+		if elems, p, err = appendEntry(elems, b[:end], p, size, isNum, num, bud); err != nil {
+			return nil, err
 		}
 		prev, last, n = p-start, start, n+1
 	}
@@ -102,6 +91,25 @@ func ziplist(b []byte, elems [][]byte, bud *budget) ([][]byte, error) {
 		return nil, errBad
 	}
 	return elems, nil
+}
+
+// appendEntry appends a ziplist's or listpack's entry whose data starts
+// at p: the integer num as text, or the size bytes at p, which must lie
+// within b. It returns where the entry's data ends.
+func appendEntry(elems [][]byte, b []byte, p, size int, isNum bool, num int64, bud *budget) ([][]byte, int, error) {
+	if isNum {
+		if err := bud.spend(elemCost + 20); err != nil {
+			return nil, p, err
+		}
+		return append(elems, strconv.AppendInt(nil, num, 10)), p, nil
+	}
+	if size < 0 || size > len(b)-p {
+		return nil, p, errBad
+	}
+	if err := bud.spend(elemCost); err != nil {
+		return nil, p, err
+	}
+	return append(elems, b[p:p+size]), p + size, nil
 }
 
 // littleSigned is q, 1 to 8 bytes, as a little-endian two's complement
@@ -166,20 +174,9 @@ func listpack(b []byte, elems [][]byte, bud *budget) ([][]byte, error) {
 		default:
 			return nil, errBad
 		}
-		if isNum {
-			if err := bud.spend(elemCost + 20); err != nil {
-				return nil, err
-			}
-			elems = append(elems, strconv.AppendInt(nil, num, 10))
-		} else {
-			if size < 0 || size > end-p {
-				return nil, errBad
-			}
-			if err := bud.spend(elemCost); err != nil {
-				return nil, err
-			}
-			elems = append(elems, b[p:p+size])
-			p += size
+		var err error
+		if elems, p, err = appendEntry(elems, b[:end], p, size, isNum, num, bud); err != nil {
+			return nil, err
 		}
 		var back [5]byte
 		bl := backlen(back[:], uint64(p-start))
