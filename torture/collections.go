@@ -41,6 +41,43 @@ func collTracked(args []string) bool {
 // through addrs (the proxies), moving to the next address when one fails
 // (a cluster's follower answers -MOVED).
 func runCollectionClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, n int, seed uint64) []func() {
+	// Paced at 1 ms, so that the lock clients keep their share.
+	return runDataClients(ctx, wg, addrs, n, seed, time.Millisecond, func(c *redis.Client, rng *rand.Rand, i, n int) error {
+		kind := rng.IntN(3)
+		hash, zset := kind == 0, kind == 2
+		key := fmt.Sprintf("%s%s:%d", collPrefix, "hsz"[kind:kind+1], rng.IntN(3))
+		m := fmt.Sprintf("m%d", rng.IntN(4))
+		switch op := rng.IntN(4); {
+		case zset && op == 0:
+			return c.ZAdd(ctx, key, redis.Z{Score: float64(rng.IntN(100)), Member: m}).Err()
+		case zset && op == 1:
+			return c.ZRem(ctx, key, m).Err()
+		case zset && op == 2:
+			return c.ZIncrBy(ctx, key, float64(1+rng.IntN(5)), m).Err()
+		case zset:
+			return c.ZScore(ctx, key, m).Err()
+		case hash && op == 0:
+			return c.HSet(ctx, key, m, fmt.Sprintf("%d.%d", i, n)).Err()
+		case hash && op == 1:
+			return c.HDel(ctx, key, m).Err()
+		case hash:
+			return c.HGet(ctx, key, m).Err()
+		case op == 0 || op == 3:
+			return c.SAdd(ctx, key, m).Err()
+		case op == 1:
+			return c.SRem(ctx, key, m).Err()
+		}
+		return c.SIsMember(ctx, key, m).Err()
+	})
+}
+
+// runDataClients runs n clients until ctx ends, each sending op's
+// commands (op of client i's n-th turn) through addrs (the proxies), one
+// turn every pace, moving to the next address, after 20 ms, when one
+// fails (a cluster's follower answers -MOVED). It returns what closes
+// their connections.
+func runDataClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, n int, seed uint64, pace time.Duration,
+	op func(c *redis.Client, rng *rand.Rand, i, n int) error) []func() {
 	var closers []func()
 	for i := range n {
 		clients, closeClients := proxyClients(addrs)
@@ -51,36 +88,8 @@ func runCollectionClients(ctx context.Context, wg *sync.WaitGroup, addrs []strin
 			rng := rand.New(rand.NewPCG(seed, uint64(i)))
 			at := 0
 			for n := 0; ctx.Err() == nil; n++ {
-				c := clients[at%len(clients)]
-				kind := rng.IntN(3)
-				hash, zset := kind == 0, kind == 2
-				key := fmt.Sprintf("%s%s:%d", collPrefix, "hsz"[kind:kind+1], rng.IntN(3))
-				m := fmt.Sprintf("m%d", rng.IntN(4))
-				var err error
-				switch op := rng.IntN(4); {
-				case zset && op == 0:
-					err = c.ZAdd(ctx, key, redis.Z{Score: float64(rng.IntN(100)), Member: m}).Err()
-				case zset && op == 1:
-					err = c.ZRem(ctx, key, m).Err()
-				case zset && op == 2:
-					err = c.ZIncrBy(ctx, key, float64(1+rng.IntN(5)), m).Err()
-				case zset:
-					err = c.ZScore(ctx, key, m).Err()
-				case hash && op == 0:
-					err = c.HSet(ctx, key, m, fmt.Sprintf("%d.%d", i, n)).Err()
-				case hash && op == 1:
-					err = c.HDel(ctx, key, m).Err()
-				case hash:
-					err = c.HGet(ctx, key, m).Err()
-				case op == 0 || op == 3:
-					err = c.SAdd(ctx, key, m).Err()
-				case op == 1:
-					err = c.SRem(ctx, key, m).Err()
-				default:
-					err = c.SIsMember(ctx, key, m).Err()
-				}
-				pause := time.Millisecond // paced, so that the lock clients keep their share
-				if err != nil && err != redis.Nil {
+				pause := pace
+				if err := op(clients[at%len(clients)], rng, i, n); err != nil && err != redis.Nil {
 					at++
 					pause = 20 * time.Millisecond
 				}

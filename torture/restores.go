@@ -25,40 +25,16 @@ import (
 // the proxies track it (tracked), never one a lock client counts on.
 func restoredKey(i int) string { return counterKey(fmt.Sprintf("restored:%d", i)) }
 
-// runRestoreClients runs n RESTORE clients until ctx ends, each through
-// addrs, moving to the next address when one fails.
+// runRestoreClients runs n RESTORE clients until ctx ends (runDataClients).
 func runRestoreClients(ctx context.Context, wg *sync.WaitGroup, addrs []string, n int, seed uint64) []func() {
-	var closers []func()
-	for i := range n {
-		clients, closeClients := proxyClients(addrs)
-		closers = append(closers, closeClients)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(i)))
-			at := 0
-			for n := 0; ctx.Err() == nil; n++ {
-				c := clients[at%len(clients)]
-				key := restoredKey(rng.IntN(3))
-				var err error
-				if rng.IntN(2) == 0 {
-					payload := dump.Encode(dump.Value{Kind: dump.String, Str: fmt.Appendf(nil, "r%d.%d", i, n)})
-					err = c.Do(ctx, "RESTORE", key, "0", payload, "REPLACE").Err()
-				} else {
-					err = c.Get(ctx, key).Err()
-				}
-				pause := 2 * time.Millisecond
-				if err != nil && err != redis.Nil {
-					at++
-					pause = 20 * time.Millisecond
-				}
-				if !sleep(ctx, pause) {
-					return
-				}
-			}
-		}()
-	}
-	return closers
+	return runDataClients(ctx, wg, addrs, n, seed, 2*time.Millisecond, func(c *redis.Client, rng *rand.Rand, i, n int) error {
+		key := restoredKey(rng.IntN(3))
+		if rng.IntN(2) == 0 {
+			payload := dump.Encode(dump.Value{Kind: dump.String, Str: fmt.Appendf(nil, "r%d.%d", i, n)})
+			return c.Do(ctx, "RESTORE", key, "0", payload, "REPLACE").Err()
+		}
+		return c.Get(ctx, key).Err()
+	})
 }
 
 // historyArgs is what the history keeps of a request's arguments: a
